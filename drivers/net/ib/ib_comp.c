@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Completer (IBA 9.7.5.1 requester side of acknowledgements): retires send
+ * WQEs in posting order as ACKs, READ responses and atomic ACKs arrive,
+ * places READ and atomic results, reacts to NAKs and runs the retransmit
+ * timer. The first failing WQE completes with its status, the QP goes to
+ * Error and the rest flush (C10-91 ... C10-93).
+ */
+#include <string.h>
+#include <rte_cycles.h>
+
+#include "ib_hca.h"
+
+static int
+is_read_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static enum ibv_wc_opcode
+wc_opcode(uint32_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+/* Retire the WQE at the head of the SQ with @status. */
+static void
+comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
+{
+	struct ib_send_wqe *w = sq_wqe(qp, qp->comp.wqe_idx);
+	struct ib_swqe_state *st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+
+	if (status != IBV_WC_SUCCESS || (w->flags & IBV_SEND_SIGNALED)) {
+		struct ibv_wc wc = {
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = wc_opcode(w->opcode),
+			.byte_len = w->length,
+			.qp_num = qp->ibv.qp_num,
+		};
+
+		ib_cq_push(qp->scq, &wc);
+	}
+	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic)
+		qp->req.rd_atomic--;
+	qp->comp.wqe_idx++;
+	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
+	qp->comp.read_off = 0;
+	qp->comp.cur.idx = qp->comp.cur.off = 0;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0)
+		qp->comp.deadline = 0;
+	else if (qp->timeout_tsc)
+		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+}
+
+/* C10-91: the failing WQE completes with @status, the rest flush. */
+static void
+comp_error(struct ib_qp *qp, enum ibv_wc_status status)
+{
+	comp_wqe(qp, status);
+	ib_qp_to_error(qp);
+}
+
+/* Retire every sent WQE up to PSN @psn; READ and atomics need a response. */
+static void
+comp_retire(struct ib_qp *qp, uint32_t psn)
+{
+	while (qp->comp.wqe_idx != qp->req.wqe_idx) {
+		struct ib_swqe_state *st =
+			&qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+
+		if (st->status != IBV_WC_SUCCESS) {
+			comp_error(qp, st->status);
+			return;
+		}
+		if (psn_diff(st->last_psn, psn) > 0 ||
+		    is_read_atomic(sq_wqe(qp, qp->comp.wqe_idx)->opcode))
+			return;
+		comp_wqe(qp, IBV_WC_SUCCESS);
+	}
+}
+
+void
+ib_comp_kick(struct ib_qp *qp)
+{
+	comp_retire(qp, qp->comp.acked_psn);
+}
+
+static void
+set_acked(struct ib_qp *qp, uint32_t psn)
+{
+	if (psn_diff(psn, qp->comp.acked_psn) > 0)
+		qp->comp.acked_psn = psn;
+}
+
+/* IBA table 45: RNR NAK timer field to microseconds x 100. */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
+	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,
+	24576, 32768, 49152,
+};
+
+static void
+comp_rnr(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	ib_count(qp->dev, IB_CNT_RNR_NAK_RCVD);
+	if (qp->comp.rnr_left == 0) {
+		comp_error(qp, IBV_WC_RNR_RETRY_EXC_ERR);
+		return;
+	}
+	if (qp->attr.rnr_retry != 7)	/* 7 means retry forever */
+		qp->comp.rnr_left--;
+	qp->req.wait_until = rte_rdtsc() + rte_get_tsc_hz() / 100000 *
+			     rnr_timer_10us[syndrome & 0x1f];
+	qp->comp.deadline = 0;
+	ib_req_rewind(qp, psn);
+}
+
+static void
+comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	switch (syndrome & AETH_TYPE_MASK) {
+	case AETH_ACK:
+		set_acked(qp, psn);
+		comp_retire(qp, psn);
+		return;
+	case AETH_RNR_NAK:
+		comp_retire(qp, psn - 1);
+		if (qp->comp.wqe_idx != qp->req.wqe_idx)
+			comp_rnr(qp, syndrome, psn);
+		return;
+	case AETH_NAK:
+		break;
+	default:
+		return;		/* reserved syndromes are ignored */
+	}
+	ib_count(qp->dev, IB_CNT_NAK_RCVD);
+	comp_retire(qp, psn - 1);
+	if (qp->comp.wqe_idx == qp->req.wqe_idx &&
+	    syndrome != AETH_NAK_PSN_SEQ)
+		return;
+	switch (syndrome) {
+	case AETH_NAK_PSN_SEQ:
+		ib_req_rewind(qp, psn);
+		break;
+	case AETH_NAK_INVALID:
+		comp_error(qp, IBV_WC_REM_INV_REQ_ERR);
+		break;
+	case AETH_NAK_REM_ACCESS:
+		comp_error(qp, IBV_WC_REM_ACCESS_ERR);
+		break;
+	default:
+		comp_error(qp, IBV_WC_REM_OP_ERR);
+		break;
+	}
+}
+
+/* Is the head WQE the READ/atomic that @psn answers, and in sequence? */
+static struct ib_send_wqe *
+comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
+{
+	struct ib_swqe_state *st;
+	struct ib_send_wqe *w;
+	uint32_t expect;
+
+	comp_retire(qp, psn - 1);
+	if (qp->comp.wqe_idx == qp->req.wqe_idx)
+		return NULL;
+	w = sq_wqe(qp, qp->comp.wqe_idx);
+	st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !is_read_atomic(w->opcode))
+		return NULL;
+	expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) & IB_PSN_MASK;
+	return psn == expect ? w : NULL;
+}
+
+static void
+comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
+	       uint8_t *bth, uint32_t psn, uint32_t paylen)
+{
+	struct ib_send_wqe *w = comp_response_wqe(qp, psn, 0);
+
+	if (w == NULL) {
+		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
+		return;
+	}
+	if ((info->mask & IB_M_FIRST) && qp->comp.read_off != 0) {
+		qp->comp.read_off = 0;	/* the request was sent again */
+		qp->comp.cur.idx = qp->comp.cur.off = 0;
+	}
+	if (qp->comp.read_off + paylen > w->length ||
+	    (!(info->mask & IB_M_LAST) && paylen != qp->path.mtu)) {
+		comp_error(qp, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge, &qp->comp.cur,
+			bth + info->offset[IB_HDR_PAYLOAD], paylen, 1) != 0) {
+		comp_error(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	qp->comp.read_off += paylen;
+	if (!(info->mask & IB_M_LAST))
+		return;
+	if (qp->comp.read_off != w->length) {
+		comp_error(qp, IBV_WC_BAD_RESP_ERR);
+		return;
+	}
+	set_acked(qp, psn);
+	comp_wqe(qp, IBV_WC_SUCCESS);
+	comp_retire(qp, psn);
+}
+
+static void
+comp_atomic_ack(struct ib_qp *qp, const struct ib_opcode_info *info,
+		uint8_t *bth, uint32_t psn)
+{
+	struct ib_send_wqe *w = comp_response_wqe(qp, psn, 1);
+	rte_be64_t orig_be;
+	uint64_t orig;
+
+	if (w == NULL) {
+		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
+		return;
+	}
+	memcpy(&orig_be, bth + info->offset[IB_HDR_ATMACK], 8);
+	orig = rte_be_to_cpu_64(orig_be);
+	if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge, &qp->comp.cur,
+			(uint8_t *)&orig, 8, 1) != 0) {
+		comp_error(qp, IBV_WC_LOC_PROT_ERR);
+		return;
+	}
+	set_acked(qp, psn);
+	comp_wqe(qp, IBV_WC_SUCCESS);
+	comp_retire(qp, psn);
+}
+
+void
+ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+{
+	uint8_t op = bth_opcode((struct ib_bth *)bth);
+	const struct ib_opcode_info *info = &ib_opcode[op];
+	uint32_t psn = bth_psn((struct ib_bth *)bth);
+	uint8_t syndrome = 0;
+
+	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0) {
+		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
+		return;
+	}
+	if (info->mask & IB_M_AETH) {
+		syndrome = aeth_syndrome((rte_be32_t *)(bth +
+						info->offset[IB_HDR_AETH]));
+		if ((syndrome & AETH_TYPE_MASK) != AETH_ACK) {
+			comp_ack(qp, syndrome, psn);
+			return;
+		}
+	}
+	if (info->mask & IB_M_READ)
+		comp_read_resp(qp, info, bth, psn, paylen);
+	else if (info->mask & IB_M_ATOMIC)
+		comp_atomic_ack(qp, info, bth, psn);
+	else
+		comp_ack(qp, syndrome, psn);
+}
+
+/* Local ACK timeout (IBA 9.7.6.1.3): resend from the oldest unacked PSN. */
+void
+ib_comp_timer(struct ib_qp *qp, uint64_t now)
+{
+	if (qp->comp.deadline == 0 || now < qp->comp.deadline)
+		return;
+	ib_count(qp->dev, IB_CNT_RETRANSMIT);
+	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0) {
+		qp->comp.deadline = 0;
+		return;
+	}
+	if (qp->comp.retry_left == 0) {
+		comp_error(qp, IBV_WC_RETRY_EXC_ERR);
+		return;
+	}
+	qp->comp.retry_left--;
+	qp->comp.deadline = now + qp->timeout_tsc;
+	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
+}
+
+/* Has the QP anything for the engine to do on the send side? */
+int
+ib_qp_busy(const struct ib_qp *qp)
+{
+	return qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0 ||
+	       qp->req.wqe_idx != __atomic_load_n(&qp->sq.prod,
+						  __ATOMIC_ACQUIRE) ||
+	       qp->resp.rd_head != qp->resp.rd_tail;
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef IB_COUNTERS_H
+#define IB_COUNTERS_H
+
+/* Per-device counters: written by the engine only, read through telemetry. */
+#define IB_COUNTERS(X) \
+	X(TX_PKTS,		"tx_packets") \
+	X(RX_PKTS,		"rx_packets") \
+	X(TX_DROP_NOMBUF,	"tx_drop_no_mbuf") \
+	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
+	X(RX_BAD_LEN,		"rx_drop_bad_length") \
+	X(RX_BAD_ICRC,		"rx_drop_bad_icrc") \
+	X(RX_BAD_VERSION,	"rx_drop_bad_version") \
+	X(RX_BAD_PKEY,		"rx_drop_bad_pkey") \
+	X(RX_BAD_OPCODE,	"rx_drop_bad_opcode") \
+	X(RX_NO_QP,		"rx_drop_unknown_qpn") \
+	X(RX_BAD_STATE,		"rx_drop_qp_state") \
+	X(RX_BAD_TRANSPORT,	"rx_drop_qp_type") \
+	X(RX_DUP,		"rx_duplicate_request") \
+	X(RX_OUT_OF_SEQ,	"rx_out_of_sequence") \
+	X(RX_STALE_RESP,	"rx_drop_stale_response") \
+	X(RNR_NAK_SENT,		"rnr_nak_sent") \
+	X(RNR_NAK_RCVD,		"rnr_nak_received") \
+	X(NAK_SENT,		"nak_sent") \
+	X(NAK_RCVD,		"nak_received") \
+	X(ACK_SENT,		"ack_sent") \
+	X(RETRANSMIT,		"retransmit_timeout") \
+	X(CQ_OVERRUN,		"cq_overrun")
+
+#define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
+enum ib_counter {
+	IB_COUNTERS(IB_CNT_ENUM)
+	IB_CNT_NUM
+};
+#undef IB_CNT_ENUM
+
+extern const char *const ib_counter_names[IB_CNT_NUM];
+
+#endif /* IB_COUNTERS_H */

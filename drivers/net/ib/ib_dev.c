@@ -1,0 +1,268 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * An HCA device on a DPDK ethdev port: port bring-up, the mbuf pool, the
+ * resource tables, and the attributes verbs report about it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <rte_bus_vdev.h>
+#include <rte_dev.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+#include <rte_ring.h>
+
+#include "ib_hca.h"
+
+RTE_LOG_REGISTER_SUFFIX(ib_logtype, init, NOTICE);
+RTE_LOG_REGISTER_SUFFIX(ib_logtype_dp, dp, NOTICE);
+
+#define IB_NB_MBUF	8192
+#define IB_NB_DESC	1024
+#define IB_VENDOR_ID	0x1af4	/* virtio's, as soft devices commonly use */
+#define IB_PART_ID	0xd1b0
+
+const char *const ib_counter_names[IB_CNT_NUM] = {
+#define IB_CNT_NAME(e, s) [IB_CNT_ ## e] = s,
+	IB_COUNTERS(IB_CNT_NAME)
+#undef IB_CNT_NAME
+};
+
+/*
+ * The largest IB MTU whose RoCEv2 packet fits the Ethernet MTU: IPv4 20 +
+ * UDP 8 + BTH 12 + the largest extension headers 28 + ICRC 4 = 72 bytes.
+ */
+enum ibv_mtu
+ib_mtu_from_eth(uint32_t eth_mtu)
+{
+	enum ibv_mtu m;
+
+	for (m = IBV_MTU_4096; m > IBV_MTU_256; m--)
+		if ((128u << m) + 72 <= eth_mtu)
+			break;
+	return m;
+}
+
+/* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
+static int
+port_open(const char *spec, uint16_t *port_id)
+{
+	char name[RTE_DEV_NAME_MAX_LEN];
+	const char *comma = strchr(spec, ',');
+	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
+
+	if (n >= sizeof(name))
+		return -ENAMETOOLONG;
+	memcpy(name, spec, n);
+	name[n] = '\0';
+	if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
+		return 0;
+	if (strncmp(name, "net_", 4) == 0) {
+		if (rte_vdev_init(name, comma ? comma + 1 : NULL) != 0)
+			return -ENODEV;
+	} else if (rte_dev_probe(spec) != 0) {
+		return -ENODEV;
+	}
+	return rte_eth_dev_get_port_by_name(name, port_id) == 0 ? 0 : -ENODEV;
+}
+
+static int
+port_start(struct ib_dev *dev)
+{
+	struct rte_eth_conf conf = { 0 };
+	struct rte_eth_dev_info info;
+	uint16_t port = dev->port_id;
+	int ret;
+
+	ret = rte_eth_dev_info_get(port, &info);
+	if (ret != 0)
+		return ret;
+	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN)
+		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
+	ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (ret != 0)
+		return ret;
+	/* Virtual ports without MTU control carry what the config says. */
+	if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
+		uint16_t mtu;
+
+		if (!dev->conf.loopback && rte_eth_dev_get_mtu(port, &mtu) == 0)
+			dev->conf.mtu = mtu;
+	}
+	ret = rte_eth_rx_queue_setup(port, 0, IB_NB_DESC,
+				     rte_eth_dev_socket_id(port), NULL, dev->pool);
+	if (ret != 0)
+		return ret;
+	ret = rte_eth_tx_queue_setup(port, 0, IB_NB_DESC,
+				     rte_eth_dev_socket_id(port), NULL);
+	if (ret != 0)
+		return ret;
+	ret = rte_eth_dev_start(port);
+	if (ret != 0)
+		return ret;
+	rte_eth_promiscuous_enable(port);
+	return rte_eth_macaddr_get(port, &dev->mac);
+}
+
+int
+ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
+{
+	char name[RTE_MEMPOOL_NAMESIZE];
+	struct ib_dev *dev;
+	uint8_t *g;
+	int ret;
+
+	dev = rte_zmalloc("ib_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE);
+	if (dev == NULL)
+		return -ENOMEM;
+	dev->conf = *conf;
+	TAILQ_INIT(&dev->active);
+	rte_spinlock_init(&dev->ctl_lock);
+	ret = -ENOMEM;
+	dev->qp_tbl = rte_zmalloc("ib_qp_tbl", IB_MAX_QP * sizeof(void *), 0);
+	dev->mr_tbl = rte_zmalloc("ib_mr_tbl", IB_MAX_MR * sizeof(void *), 0);
+	dev->mr_gen = rte_zmalloc("ib_mr_gen", IB_MAX_MR, 0);
+	if (dev->qp_tbl == NULL || dev->mr_tbl == NULL || dev->mr_gen == NULL)
+		goto err;
+	snprintf(name, sizeof(name), "ib_db_%.16s", conf->name);
+	dev->db_ring = rte_ring_create(name, rte_align32pow2(IB_MAX_QP),
+				       SOCKET_ID_ANY, RING_F_SC_DEQ |
+				       RING_F_EXACT_SZ);
+	snprintf(name, sizeof(name), "ib_mb_%.16s", conf->name);
+	dev->pool = rte_pktmbuf_pool_create(name, IB_NB_MBUF, 256, 0,
+					    IB_MBUF_DATA, SOCKET_ID_ANY);
+	if (dev->db_ring == NULL || dev->pool == NULL)
+		goto err;
+	ret = port_open(conf->port, &dev->port_id);
+	if (ret != 0) {
+		IB_LOG(ERR, "%s: cannot open port '%s'", conf->name, conf->port);
+		goto err;
+	}
+	ret = port_start(dev);
+	if (ret != 0) {
+		IB_LOG(ERR, "%s: cannot start port %u: %s", conf->name,
+		       dev->port_id, rte_strerror(-ret));
+		goto err;
+	}
+	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu);
+
+	/* RoCEv2 GID 0: the IPv4 address, IPv4-mapped (::ffff:a.b.c.d). */
+	memset(&dev->gid, 0, sizeof(dev->gid));
+	dev->gid.raw[10] = dev->gid.raw[11] = 0xff;
+	memcpy(&dev->gid.raw[12], &dev->conf.ip, 4);
+	/* Node GUID: modified EUI-64 of the MAC (U/L bit flipped). */
+	g = (uint8_t *)&dev->guid;
+	memcpy(g, dev->mac.addr_bytes, 3);
+	g[0] ^= 0x02;
+	g[3] = 0xff;
+	g[4] = 0xfe;
+	memcpy(g + 5, dev->mac.addr_bytes + 3, 3);
+	*out = dev;
+	return 0;
+err:
+	ib_dev_destroy(dev);
+	return ret;
+}
+
+void
+ib_dev_destroy(struct ib_dev *dev)
+{
+	ib_engine_detach(dev);
+	rte_ring_free(dev->db_ring);
+	rte_free(dev->qp_tbl);
+	rte_free(dev->mr_tbl);
+	rte_free(dev->mr_gen);
+	/* The port and pool live until EAL cleanup: ports cannot be
+	 * re-created under the same name within a process.
+	 */
+	rte_free(dev);
+}
+
+int
+ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *a)
+{
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "dpib 0.1.0");
+	a->node_guid = dev->guid;
+	a->sys_image_guid = dev->guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = 0xfffff000;
+	a->vendor_id = IB_VENDOR_ID;
+	a->vendor_part_id = IB_PART_ID;
+	a->hw_ver = 1;
+	a->max_qp = IB_MAX_QP - IB_QPN_BASE;
+	a->max_qp_wr = IB_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+			      IBV_DEVICE_PORT_ACTIVE_EVENT |
+			      IBV_DEVICE_CURR_QP_STATE_MOD;
+	a->max_sge = IB_MAX_SGE;
+	a->max_sge_rd = IB_MAX_SGE;
+	a->max_cq = 65536;
+	a->max_cqe = IB_MAX_CQE;
+	a->max_mr = IB_MAX_MR - 1;
+	a->max_pd = IB_MAX_PD;
+	a->max_qp_rd_atom = IB_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = IB_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = IB_MAX_RD_ATOMIC * (IB_MAX_QP - IB_QPN_BASE);
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+/* The IB width x lane speed closest to the Ethernet link speed (Mb/s). */
+static void
+port_speed(uint32_t mbps, uint8_t *width, uint8_t *speed)
+{
+	static const struct { uint32_t mbps; uint8_t width, speed; } map[] = {
+		{ 400000, 2, 128 },	/* 4X NDR */
+		{ 200000, 2, 64 },	/* 4X HDR */
+		{ 100000, 2, 32 },	/* 4X EDR */
+		{ 50000, 16, 32 },	/* 2X EDR */
+		{ 40000, 2, 8 },	/* 4X FDR10 */
+		{ 25000, 1, 32 },	/* 1X EDR */
+		{ 10000, 1, 8 },	/* 1X FDR10 */
+		{ 0, 1, 1 },		/* 1X SDR */
+	};
+	unsigned int i;
+
+	for (i = 0; i < RTE_DIM(map) - 1 && mbps < map[i].mbps; i++)
+		;
+	*width = map[i].width;
+	*speed = map[i].speed;
+}
+
+int
+ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
+{
+	struct rte_eth_link link;
+
+	memset(a, 0, sizeof(*a));
+	if (rte_eth_link_get_nowait(dev->port_id, &link) != 0) {
+		link.link_status = RTE_ETH_LINK_DOWN;
+		link.link_speed = 0;
+	}
+	a->state = link.link_status ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a->phys_state = link.link_status ? 5 : 3;	/* LinkUp : Disabled */
+	a->max_mtu = IBV_MTU_4096;
+	a->active_mtu = dev->active_mtu;
+	a->gid_tbl_len = 1;
+	a->port_cap_flags = IBV_PORT_CM_SUP;
+	a->max_msg_sz = IB_MAX_MSG_SZ;
+	a->bad_pkey_cntr = 0;
+	a->qkey_viol_cntr = 0;
+	a->pkey_tbl_len = 1;
+	a->lid = 0;
+	a->sm_lid = 0;
+	a->lmc = 0;
+	a->max_vl_num = 1;
+	a->sm_sl = 0;
+	a->subnet_timeout = 0;
+	a->init_type_reply = 0;
+	port_speed(link.link_speed, &a->active_width, &a->active_speed);
+	a->link_layer = IBV_LINK_LAYER_ETHERNET;
+	return 0;
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * The engine: one loop on a dedicated lcore that owns every QP's transport
+ * state. Each pass receives a burst per port, takes doorbells, runs the
+ * active QPs (responder READ answers, requester, timers) and flushes TX.
+ *
+ * Control operations (modify/destroy) are handed to the loop through a
+ * small ring and run between passes, so the transport state has one owner.
+ *
+ * Back-off when idle (adaptive): spin, then yield, then sleep on a futex
+ * that doorbells and control calls wake. Polling mode never sleeps.
+ */
+#include <errno.h>
+#include <unistd.h>
+#include <sched.h>
+#include <time.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_ring.h>
+
+#include "ib_hca.h"
+
+#define ENG_MAX_DEVS	16
+#define ENG_SPIN_US	50
+#define ENG_YIELD_US	2000
+#define ENG_NAP_US	200	/* sleep bound while a real port may receive */
+
+struct ib_ctl {
+	void (*fn)(void *);
+	void *arg;
+	uint32_t done;
+};
+
+struct ib_engine {
+	unsigned int lcore;
+	int launched;
+	int poll_mode;
+	uint32_t stop;
+	struct ib_dev *devs[ENG_MAX_DEVS];
+	uint32_t ndev;
+	struct rte_ring *ctl;
+	uint32_t sleeping;
+	uint32_t wake_seq;
+	rte_spinlock_t lock;	/* launch and device list: control path */
+};
+
+static struct ib_engine engine = {
+	.lock = RTE_SPINLOCK_INITIALIZER,
+};
+
+static void
+engine_wake(void)
+{
+	if (__atomic_load_n(&engine.sleeping, __ATOMIC_SEQ_CST)) {
+		__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);
+		syscall(SYS_futex, &engine.wake_seq, FUTEX_WAKE_PRIVATE, 1,
+			NULL, NULL, 0);
+	}
+}
+
+void
+ib_engine_activate(struct ib_qp *qp)
+{
+	if (!qp->active) {
+		qp->active = 1;
+		TAILQ_INSERT_TAIL(&qp->dev->active, qp, next);
+	}
+}
+
+/*
+ * Application side: tell the engine the QP has new work. The flag keeps one
+ * doorbell per QP in the ring; the engine clears it before reading the
+ * producer index, so a post that races with the clear queues a new one.
+ */
+void
+ib_engine_doorbell(struct ib_qp *qp)
+{
+	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
+		while (rte_ring_mp_enqueue(qp->dev->db_ring, qp) != 0)
+			rte_pause();	/* ring holds one entry per QP */
+		engine_wake();
+	}
+}
+
+static unsigned int
+run_ctl(void)
+{
+	struct ib_ctl *c;
+	unsigned int n = 0;
+
+	while (rte_ring_sc_dequeue(engine.ctl, (void **)&c) == 0) {
+		c->fn(c->arg);
+		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+		n++;
+	}
+	return n;
+}
+
+/* One pass over a device; returns how much work was found. */
+int
+ib_engine_poll(struct ib_dev *dev)
+{
+	struct rte_mbuf *pkts[IB_RX_BURST];
+	struct ib_qp *qps[IB_RX_BURST], *qp, *tmp;
+	unsigned int i, n, work;
+	uint64_t now;
+
+	n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
+	for (i = 0; i < n; i++)
+		ib_rx(dev, pkts[i]);
+	work = n;
+
+	n = rte_ring_sc_dequeue_burst(dev->db_ring, (void **)qps,
+				      IB_RX_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		__atomic_store_n(&qps[i]->db_armed, 0, __ATOMIC_SEQ_CST);
+		ib_engine_activate(qps[i]);
+	}
+	work += n;
+
+	now = rte_rdtsc();
+	for (qp = TAILQ_FIRST(&dev->active); qp != NULL; qp = tmp) {
+		tmp = TAILQ_NEXT(qp, next);
+		if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE) ==
+		    IBV_QPS_ERR)
+			ib_qp_flush(qp);
+		ib_resp_run(qp);
+		ib_req_run(qp);
+		ib_comp_timer(qp, now);
+		if (!ib_qp_busy(qp)) {
+			TAILQ_REMOVE(&dev->active, qp, next);
+			qp->active = 0;
+		}
+		work++;
+	}
+	ib_tx_flush(dev);
+	return work + dev->tx_n;
+}
+
+static int
+engine_has_active(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < engine.ndev; i++)
+		if (!TAILQ_EMPTY(&engine.devs[i]->active) ||
+		    engine.devs[i]->tx_n != 0)
+			return 1;
+	return 0;
+}
+
+static int
+engine_has_doorbell(void)
+{
+	uint32_t i;
+
+	if (!rte_ring_empty(engine.ctl))
+		return 1;
+	for (i = 0; i < engine.ndev; i++)
+		if (!rte_ring_empty(engine.devs[i]->db_ring))
+			return 1;
+	return 0;
+}
+
+static void
+engine_sleep(void)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = ENG_NAP_US * 1000 };
+	int timed = 0;
+	uint32_t i, seq;
+
+	for (i = 0; i < engine.ndev; i++)
+		if (!engine.devs[i]->conf.loopback)
+			timed = 1;	/* packets may arrive from outside */
+	seq = __atomic_load_n(&engine.wake_seq, __ATOMIC_SEQ_CST);
+	__atomic_store_n(&engine.sleeping, 1, __ATOMIC_SEQ_CST);
+	if (!engine_has_doorbell() && !engine.stop)
+		syscall(SYS_futex, &engine.wake_seq, FUTEX_WAIT_PRIVATE, seq,
+			timed ? &ts : NULL, NULL, 0);
+	__atomic_store_n(&engine.sleeping, 0, __ATOMIC_SEQ_CST);
+}
+
+static int
+engine_main(void *arg)
+{
+	uint64_t hz = rte_get_tsc_hz(), idle_since = 0, now;
+	uint32_t i;
+
+	(void)arg;
+	while (!__atomic_load_n(&engine.stop, __ATOMIC_ACQUIRE)) {
+		unsigned int work = run_ctl();
+
+		for (i = 0; i < engine.ndev; i++)
+			work += ib_engine_poll(engine.devs[i]);
+		if (work || engine.poll_mode) {
+			idle_since = 0;
+			continue;
+		}
+		now = rte_rdtsc();
+		if (idle_since == 0)
+			idle_since = now;
+		if (now - idle_since < hz / 1000000 * ENG_SPIN_US)
+			rte_pause();
+		else if (now - idle_since < hz / 1000000 * ENG_YIELD_US ||
+			 engine_has_active())
+			sched_yield();
+		else
+			engine_sleep();
+	}
+	return 0;
+}
+
+static void
+add_dev(void *arg)
+{
+	engine.devs[engine.ndev++] = arg;
+}
+
+/* Start the engine lcore with the first QP of a device (cheap when idle). */
+int
+ib_engine_attach(struct ib_dev *dev)
+{
+	uint32_t i;
+	int err = 0;
+
+	rte_spinlock_lock(&engine.lock);
+	for (i = 0; i < engine.ndev; i++)
+		if (engine.devs[i] == dev)
+			goto out;
+	if (engine.ndev == ENG_MAX_DEVS) {
+		err = ENOSPC;
+		goto out;
+	}
+	if (!engine.launched) {
+		engine.ctl = rte_ring_create("ib_ctl", 64, SOCKET_ID_ANY,
+					     RING_F_SC_DEQ);
+		if (engine.ctl == NULL) {
+			err = ENOMEM;
+			goto out;
+		}
+		engine.lcore = dev->conf.lcore;
+		engine.poll_mode = dev->conf.poll_mode;
+		add_dev(dev);
+		if (rte_eal_remote_launch(engine_main, NULL, engine.lcore) != 0) {
+			engine.ndev--;
+			err = EBUSY;
+			goto out;
+		}
+		engine.launched = 1;
+		dev->eng = (struct ib_engine *)&engine;
+		goto out;
+	}
+	dev->eng = (struct ib_engine *)&engine;
+	rte_spinlock_unlock(&engine.lock);
+	return ib_engine_exec(dev, add_dev, dev);
+out:
+	rte_spinlock_unlock(&engine.lock);
+	return err;
+}
+
+/*
+ * Run @fn on the engine lcore between two passes and wait for it. Before
+ * the engine runs (or on the engine itself) it runs here directly.
+ */
+int
+ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
+{
+	struct ib_ctl c = { .fn = fn, .arg = arg };
+	uint64_t deadline;
+
+	if (dev->eng == NULL || !engine.launched ||
+	    rte_lcore_id() == engine.lcore) {
+		fn(arg);
+		return 0;
+	}
+	while (rte_ring_mp_enqueue(engine.ctl, &c) != 0)
+		sched_yield();
+	engine_wake();
+	deadline = rte_rdtsc() + 10 * rte_get_tsc_hz();
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
+		if (rte_rdtsc() > deadline) {
+			/* The engine is wedged; the caller's stack frame must
+			 * stay valid, so keep waiting but say so once.
+			 */
+			IB_LOG(ERR, "engine did not answer within 10 s");
+			deadline = UINT64_MAX;
+		}
+		sched_yield();
+	}
+	return 0;
+}
+
+static void
+nop(void *arg)
+{
+	(void)arg;
+}
+
+void
+ib_engine_quiesce(struct ib_dev *dev)
+{
+	ib_engine_exec(dev, nop, NULL);
+}
+
+static void
+remove_dev(void *arg)
+{
+	uint32_t i;
+
+	for (i = 0; i < engine.ndev; i++)
+		if (engine.devs[i] == arg) {
+			engine.devs[i] = engine.devs[--engine.ndev];
+			break;
+		}
+}
+
+void
+ib_engine_detach(struct ib_dev *dev)
+{
+	if (dev->eng != NULL)
+		ib_engine_exec(dev, remove_dev, dev);
+	dev->eng = NULL;
+}
+
+void
+ib_engine_shutdown(void)
+{
+	if (!engine.launched)
+		return;
+	__atomic_store_n(&engine.stop, 1, __ATOMIC_RELEASE);
+	__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);
+	syscall(SYS_futex, &engine.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	rte_eal_wait_lcore(engine.lcore);
+	engine.launched = 0;
+}

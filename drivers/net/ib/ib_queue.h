@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef IB_QUEUE_H
+#define IB_QUEUE_H
+
+/*
+ * Single-producer/single-consumer ring of fixed-size entries: the SQ, RQ and
+ * CQ between an application thread and the engine.
+ *
+ * Ownership: only the producer writes prod and the entries in [cons, prod) it
+ * has not yet published; only the consumer writes cons. Each side keeps a
+ * private copy of the other's index on its own cache line and refreshes it
+ * with an acquire load only when the copy says the ring is full/empty. The
+ * release store of prod publishes the entries; the release store of cons
+ * hands slots back.
+ */
+
+#include <stdint.h>
+#include <rte_common.h>
+
+struct ib_queue {
+	/* Producer's line. */
+	uint32_t prod __rte_cache_aligned;
+	uint32_t cons_cache;
+	/* Consumer's line. */
+	uint32_t cons __rte_cache_aligned;
+	uint32_t prod_cache;
+	/* Read-only after creation. */
+	uint32_t size __rte_cache_aligned;	/* entries, a power of two */
+	uint32_t mask;
+	uint32_t stride;			/* bytes per entry */
+	uint8_t *buf;
+};
+
+int ib_queue_init(struct ib_queue *q, uint32_t min_entries, uint32_t stride,
+		  int socket);
+void ib_queue_free(struct ib_queue *q);
+
+static inline void *
+ib_queue_slot(const struct ib_queue *q, uint32_t idx)
+{
+	return q->buf + (size_t)(idx & q->mask) * q->stride;
+}
+
+/* Producer side. */
+static inline uint32_t
+ib_queue_room(struct ib_queue *q)
+{
+	uint32_t room = q->size - (q->prod - q->cons_cache);
+
+	if (room == 0) {
+		q->cons_cache = __atomic_load_n(&q->cons, __ATOMIC_ACQUIRE);
+		room = q->size - (q->prod - q->cons_cache);
+	}
+	return room;
+}
+
+static inline void
+ib_queue_publish(struct ib_queue *q, uint32_t new_prod)
+{
+	__atomic_store_n(&q->prod, new_prod, __ATOMIC_RELEASE);
+}
+
+/* Consumer side. */
+static inline uint32_t
+ib_queue_count(struct ib_queue *q)
+{
+	uint32_t n = q->prod_cache - q->cons;
+
+	if (n == 0) {
+		q->prod_cache = __atomic_load_n(&q->prod, __ATOMIC_ACQUIRE);
+		n = q->prod_cache - q->cons;
+	}
+	return n;
+}
+
+static inline void
+ib_queue_consume(struct ib_queue *q, uint32_t new_cons)
+{
+	__atomic_store_n(&q->cons, new_cons, __ATOMIC_RELEASE);
+}
+
+#endif /* IB_QUEUE_H */

@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Requester (IBA 9.7.3 / 9.7.4 requester side): turns send WQEs into
+ * request packets, one path MTU at a time, assigning PSNs. Packets are not
+ * kept after transmission: a retransmission rebuilds them from the WQE,
+ * which stays in the SQ until the completer retires it.
+ */
+#include <errno.h>
+#include <string.h>
+#include <rte_cycles.h>
+
+#include "ib_hca.h"
+
+enum req_state {
+	REQ_NEXT_WQE,		/* look at the WQE at req.wqe_idx */
+	REQ_CHECK_LOCAL,	/* first packet: validate the local buffers */
+	REQ_SEND_PACKET,	/* build and queue one packet */
+	REQ_WQE_SENT,		/* every packet of the WQE is out */
+	REQ_ERR_LOCAL_PROT,	/* C10-86: local protection error */
+	REQ_STOP,		/* out of budget, room or credit */
+};
+
+static const char *const req_state_name[] = {
+	[REQ_NEXT_WQE] = "NEXT_WQE",
+	[REQ_CHECK_LOCAL] = "CHECK_LOCAL",
+	[REQ_SEND_PACKET] = "SEND_PACKET",
+	[REQ_WQE_SENT] = "WQE_SENT",
+	[REQ_ERR_LOCAL_PROT] = "ERR_LOCAL_PROT",
+	[REQ_STOP] = "STOP",
+};
+
+static int
+wr_is_read_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static uint32_t
+wqe_npkts(const struct ib_qp *qp, const struct ib_send_wqe *w)
+{
+	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->length == 0)
+		return 1;
+	return (w->length + qp->path.mtu - 1) / qp->path.mtu;
+}
+
+/* BTH opcode of the packet at @first/@last of a SEND or WRITE message. */
+static uint8_t
+req_opcode(const struct ib_send_wqe *w, int first, int last)
+{
+	static const uint8_t send[2][2] = {
+		{ IB_RC_SEND_MIDDLE, IB_RC_SEND_LAST },
+		{ IB_RC_SEND_FIRST, IB_RC_SEND_ONLY } };
+	static const uint8_t write[2][2] = {
+		{ IB_RC_WRITE_MIDDLE, IB_RC_WRITE_LAST },
+		{ IB_RC_WRITE_FIRST, IB_RC_WRITE_ONLY } };
+
+	switch (w->opcode) {
+	case IBV_WR_SEND:
+		return send[first][last];
+	case IBV_WR_SEND_WITH_IMM:
+		if (last)
+			return first ? IB_RC_SEND_ONLY_IMM : IB_RC_SEND_LAST_IMM;
+		return send[first][last];
+	case IBV_WR_RDMA_WRITE:
+		return write[first][last];
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		if (last)
+			return first ? IB_RC_WRITE_ONLY_IMM : IB_RC_WRITE_LAST_IMM;
+		return write[first][last];
+	case IBV_WR_RDMA_READ:
+		return IB_RC_READ_REQUEST;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IB_RC_COMPARE_SWAP;
+	default:
+		return IB_RC_FETCH_ADD;
+	}
+}
+
+/* Every SGE of the WQE must lie in an MR of the QP's PD (C10-86). */
+static int
+check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
+{
+	unsigned int access = wr_is_read_atomic(w->opcode) ?
+			      IBV_ACCESS_LOCAL_WRITE : 0;
+	uint32_t i;
+
+	for (i = 0; i < w->num_sge; i++) {
+		const struct ibv_sge *s = &w->sge[i];
+
+		if (s->length == 0)
+			continue;
+		if (ib_mr_check(ib_mr_lookup(qp->dev, s->lkey), qp->ibv.pd,
+				s->addr, s->length, access) != 0)
+			return -EACCES;
+	}
+	return 0;
+}
+
+/* Build and queue the packet at req.offset of WQE @w. */
+static int
+send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
+{
+	const struct ib_opcode_info *info;
+	int first = qp->req.offset == 0;
+	uint32_t chunk = 0, mask;
+	int last = 1;
+	uint8_t *bth, *pay, op;
+	struct rte_mbuf *m;
+
+	if (!wr_is_read_atomic(w->opcode)) {
+		chunk = RTE_MIN(qp->path.mtu, w->length - qp->req.offset);
+		last = qp->req.offset + chunk == w->length;
+	}
+	op = req_opcode(w, first, last);
+	info = &ib_opcode[op];
+	mask = info->mask;
+	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
+	if (m == NULL)
+		return -ENOBUFS;
+	ib_pkt_bth(bth, op, last && (w->flags & IBV_SEND_SOLICITED),
+		   qp->path.dest_qpn, last, qp->req.psn);
+	if (mask & IB_M_RETH)
+		reth_set((struct ib_reth *)(bth + info->offset[IB_HDR_RETH]),
+			 w->remote_addr, w->rkey, w->length);
+	if (mask & IB_M_IMMDT)
+		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
+	if (mask & IB_M_ATMETH) {
+		struct ib_atmeth *a = (void *)(bth + info->offset[IB_HDR_ATMETH]);
+
+		a->va = rte_cpu_to_be_64(w->remote_addr);
+		a->rkey = rte_cpu_to_be_32(w->rkey);
+		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			a->swap_add = rte_cpu_to_be_64(w->swap);
+			a->compare = rte_cpu_to_be_64(w->compare_add);
+		} else {
+			a->swap_add = rte_cpu_to_be_64(w->compare_add);
+			a->compare = 0;
+		}
+	}
+	if (chunk) {
+		if (w->flags & IBV_SEND_INLINE)
+			memcpy(pay, w->inline_data + qp->req.offset, chunk);
+		else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
+				     &qp->req.cur, pay, chunk, 0) != 0) {
+			rte_pktmbuf_free(m);
+			return -EACCES;
+		}
+	}
+	ib_tx(qp->dev, m);
+	qp->req.offset += chunk;
+	qp->req.psn = (qp->req.psn + (wr_is_read_atomic(w->opcode) ?
+				      wqe_npkts(qp, w) : 1)) & IB_PSN_MASK;
+	return last;
+}
+
+static enum req_state
+req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
+{
+	struct ib_send_wqe *w;
+
+	if (qp->req.wqe_idx == prod || *budget == 0 ||
+	    ib_tx_room(qp->dev) < 1)
+		return REQ_STOP;
+	w = sq_wqe(qp, qp->req.wqe_idx);
+	if (qp->req.offset != 0)
+		return REQ_SEND_PACKET;
+	if (qp->req.wqe_idx != qp->comp.wqe_idx &&
+	    qp->swqe[(qp->req.wqe_idx - 1) & qp->sq.mask].status)
+		return REQ_STOP;	/* an error stops the SQ (C10-91) */
+	/* IBA 9.7.4.1.5 / 10.8.3.3: READ and atomic credits, and FENCE. */
+	if (wr_is_read_atomic(w->opcode) &&
+	    qp->req.rd_atomic >= RTE_MAX(qp->attr.max_rd_atomic, 1))
+		return REQ_STOP;
+	if ((w->flags & IBV_SEND_FENCE) && qp->req.rd_atomic > 0)
+		return REQ_STOP;
+	return REQ_CHECK_LOCAL;
+}
+
+void
+ib_req_run(struct ib_qp *qp)
+{
+	enum req_state state = REQ_NEXT_WQE;
+	int budget = IB_REQ_BUDGET;
+	struct ib_swqe_state *st = NULL;
+	struct ib_send_wqe *w = NULL;
+	uint32_t prod;
+	int ret;
+
+	if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE) != IBV_QPS_RTS)
+		return;
+	if (qp->req.wait_until && rte_rdtsc() < qp->req.wait_until)
+		return;
+	qp->req.wait_until = 0;
+	prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
+
+	while (1) {
+		IB_DP_LOG(DEBUG, "qp %u %s", qp->ibv.qp_num,
+			  req_state_name[state]);
+		switch (state) {
+		case REQ_NEXT_WQE:
+			state = req_next_wqe(qp, prod, &budget);
+			if (state != REQ_STOP) {
+				w = sq_wqe(qp, qp->req.wqe_idx);
+				st = &qp->swqe[qp->req.wqe_idx & qp->sq.mask];
+			}
+			break;
+		case REQ_CHECK_LOCAL:
+			if (!(w->flags & IBV_SEND_INLINE) &&
+			    check_local(qp, w) != 0) {
+				st->npkts = 0;
+				state = REQ_ERR_LOCAL_PROT;
+				break;
+			}
+			st->status = IBV_WC_SUCCESS;
+			st->first_psn = qp->req.psn;
+			st->npkts = wqe_npkts(qp, w);
+			st->last_psn = (st->first_psn + st->npkts - 1) &
+				       IB_PSN_MASK;
+			qp->req.cur.idx = qp->req.cur.off = 0;
+			if (wr_is_read_atomic(w->opcode))
+				qp->req.rd_atomic++;
+			state = REQ_SEND_PACKET;
+			break;
+		case REQ_SEND_PACKET:
+			ret = send_packet(qp, w);
+			budget--;
+			if (ret < 0)
+				state = ret == -EACCES ? REQ_ERR_LOCAL_PROT :
+							 REQ_STOP;
+			else if (ret == 1)
+				state = REQ_WQE_SENT;
+			else if (budget == 0 || ib_tx_room(qp->dev) < 1)
+				state = REQ_STOP;
+			break;
+		case REQ_WQE_SENT:
+			qp->req.wqe_idx++;
+			qp->req.offset = 0;
+			if (qp->comp.deadline == 0 && qp->timeout_tsc)
+				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+			state = REQ_NEXT_WQE;
+			break;
+		case REQ_ERR_LOCAL_PROT:
+			/* Nothing more of it goes on the wire; it completes in
+			 * error once the WQEs before it have completed.
+			 */
+			if (qp->req.offset == 0 && wr_is_read_atomic(w->opcode) &&
+			    st->npkts != 0)
+				qp->req.rd_atomic--;
+			st->status = IBV_WC_LOC_PROT_ERR;
+			qp->req.wqe_idx++;
+			qp->req.offset = 0;
+			ib_comp_kick(qp);
+			return;
+		case REQ_STOP:
+			return;
+		}
+	}
+}
+
+/*
+ * Go back to @psn (go-back-N, IBA 9.7.4.1.2): find the sent WQE that owns
+ * it and resume there. READ and atomic requests are re-sent whole.
+ */
+void
+ib_req_rewind(struct ib_qp *qp, uint32_t psn)
+{
+	uint32_t end = qp->req.wqe_idx + (qp->req.offset != 0);
+	struct ib_swqe_state *st;
+	struct ib_send_wqe *w;
+	uint32_t idx, offset = 0;
+
+	qp->req.rd_atomic = 0;
+	for (idx = qp->comp.wqe_idx; idx != end; idx++) {
+		st = &qp->swqe[idx & qp->sq.mask];
+		if (psn_diff(psn, st->last_psn) <= 0)
+			break;
+		if (wr_is_read_atomic(sq_wqe(qp, idx)->opcode))
+			qp->req.rd_atomic++;
+	}
+	if (idx == end)
+		return;
+	st = &qp->swqe[idx & qp->sq.mask];
+	w = sq_wqe(qp, idx);
+	if (wr_is_read_atomic(w->opcode) || psn_diff(psn, st->first_psn) <= 0)
+		psn = st->first_psn;
+	else
+		offset = psn_diff(psn, st->first_psn) * qp->path.mtu;
+	qp->req.wqe_idx = idx;
+	qp->req.offset = offset;
+	qp->req.psn = psn;
+	qp->req.cur.idx = qp->req.cur.off = 0;
+	if (offset != 0 && !(w->flags & IBV_SEND_INLINE))
+		ib_sge_seek(w->sge, w->num_sge, &qp->req.cur, offset);
+	/* The re-sent WQE's own READ credit is taken again at CHECK_LOCAL. */
+	if (offset != 0 && wr_is_read_atomic(w->opcode))
+		qp->req.rd_atomic++;
+}

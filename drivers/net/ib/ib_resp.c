@@ -1,0 +1,488 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Responder (IBA 9.7.4 responder side, 9.7.5.2 acknowledgements): checks
+ * each request packet for sequence, opcode order, resources and access,
+ * executes it (places SEND data, WRITE data, answers READ and atomics),
+ * completes receive WQEs and acknowledges.
+ */
+#include <string.h>
+#include <rte_memcpy.h>
+
+#include "ib_hca.h"
+
+enum resp_state {
+	RESP_CHECK_PSN,
+	RESP_CHECK_OP_SEQ,
+	RESP_CHECK_RESOURCE,
+	RESP_CHECK_RKEY,
+	RESP_EXECUTE,
+	RESP_COMPLETE,
+	RESP_ACKNOWLEDGE,
+	RESP_DUPLICATE,
+	RESP_ERR_PSN_SEQ,	/* C9-98: NAK sequence error, once */
+	RESP_ERR_RNR,		/* 9.7.5.2.8: no receive WQE */
+	RESP_ERR_INVALID_REQ,	/* class B: NAK invalid request */
+	RESP_ERR_REM_ACCESS,	/* class C: NAK remote access error */
+	RESP_ERR_REM_OP,	/* class C: NAK remote operational error */
+	RESP_ERR_LENGTH,	/* local length error, NAK invalid request */
+	RESP_DONE,
+};
+
+static const char *const resp_state_name[] = {
+	[RESP_CHECK_PSN] = "CHECK_PSN",
+	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+	[RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+	[RESP_CHECK_RKEY] = "CHECK_RKEY",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_COMPLETE] = "COMPLETE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_ERR_PSN_SEQ] = "ERR_PSN_SEQ",
+	[RESP_ERR_RNR] = "ERR_RNR",
+	[RESP_ERR_INVALID_REQ] = "ERR_INVALID_REQ",
+	[RESP_ERR_REM_ACCESS] = "ERR_REM_ACCESS",
+	[RESP_ERR_REM_OP] = "ERR_REM_OP",
+	[RESP_ERR_LENGTH] = "ERR_LENGTH",
+	[RESP_DONE] = "DONE",
+};
+
+/* The request packet being handled. */
+struct resp_pkt {
+	uint8_t *bth;
+	const struct ib_opcode_info *info;
+	uint32_t mask;
+	uint32_t psn;
+	uint32_t paylen;
+	uint8_t *payload;
+};
+
+void
+ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	uint8_t *bth, *pay;
+	struct rte_mbuf *m;
+
+	m = ib_pkt_alloc(qp, IB_RC_ACKNOWLEDGE, 0, &bth, &pay);
+	if (m == NULL)
+		return;		/* the requester's timer recovers */
+	ib_pkt_bth(bth, IB_RC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0, psn);
+	aeth_set((rte_be32_t *)(bth + IB_BTH_LEN), syndrome, qp->resp.msn);
+	ib_tx(qp->dev, m);
+	if ((syndrome & AETH_TYPE_MASK) == AETH_ACK)
+		ib_count(qp->dev, IB_CNT_ACK_SENT);
+	else if ((syndrome & AETH_TYPE_MASK) == AETH_RNR_NAK)
+		ib_count(qp->dev, IB_CNT_RNR_NAK_SENT);
+	else
+		ib_count(qp->dev, IB_CNT_NAK_SENT);
+}
+
+static enum resp_state
+check_psn(struct ib_qp *qp, struct resp_pkt *p)
+{
+	int32_t d = psn_diff(p->psn, qp->resp.epsn);
+
+	if (d < 0) {
+		ib_count(qp->dev, IB_CNT_RX_DUP);
+		return RESP_DUPLICATE;
+	}
+	if (d > 0) {
+		ib_count(qp->dev, IB_CNT_RX_OUT_OF_SEQ);
+		return qp->resp.nak_seq_sent ? RESP_DONE : RESP_ERR_PSN_SEQ;
+	}
+	qp->resp.nak_seq_sent = 0;
+	return RESP_CHECK_OP_SEQ;
+}
+
+/* C9-95ff: a MIDDLE or LAST must continue the open SEND or WRITE. */
+static enum resp_state
+check_op_seq(struct ib_qp *qp, struct resp_pkt *p)
+{
+	uint32_t open = qp->resp.last_op_mask;
+	uint32_t kind = p->mask & (IB_M_SEND | IB_M_WRITE);
+
+	if (open) {
+		if (!(p->mask & (IB_M_MIDDLE | IB_M_LAST)) ||
+		    (p->mask & IB_M_FIRST) || kind != open)
+			return RESP_ERR_INVALID_REQ;
+	} else if (!(p->mask & IB_M_FIRST)) {
+		return RESP_ERR_INVALID_REQ;
+	}
+	if ((p->mask & (IB_M_FIRST | IB_M_MIDDLE)) && !(p->mask & IB_M_LAST) &&
+	    p->paylen != qp->path.mtu)
+		return RESP_ERR_INVALID_REQ;	/* C9-42: full MTU */
+	if (p->paylen > qp->path.mtu)
+		return RESP_ERR_INVALID_REQ;
+	return RESP_CHECK_RESOURCE;
+}
+
+static enum resp_state
+check_resource(struct ib_qp *qp, struct resp_pkt *p)
+{
+	/* A receive WQE is taken by the first SEND packet, and by the
+	 * packet of a WRITE that carries the immediate.
+	 */
+	if (((p->mask & IB_M_SEND) && (p->mask & IB_M_FIRST)) ||
+	    ((p->mask & IB_M_WRITE) && (p->mask & IB_M_IMMDT))) {
+		if (!qp->resp.have_rwqe) {
+			if (ib_queue_count(&qp->rq) == 0)
+				return RESP_ERR_RNR;
+			qp->resp.have_rwqe = 1;
+			qp->resp.rwqe_idx = qp->rq.cons;
+			qp->resp.recv_off = 0;
+			qp->resp.cur.idx = qp->resp.cur.off = 0;
+		}
+	}
+	if (p->mask & (IB_M_READ | IB_M_ATOMIC)) {
+		if (!(p->mask & IB_M_READ))
+			return RESP_CHECK_RKEY;
+		if (qp->resp.rd_head - qp->resp.rd_tail >=
+		    RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic,
+			    (uint32_t)IB_MAX_READ_JOBS))
+			return RESP_ERR_INVALID_REQ;	/* 9.4.4: no resources */
+	}
+	return RESP_CHECK_RKEY;
+}
+
+static enum resp_state
+check_rkey(struct ib_qp *qp, struct resp_pkt *p)
+{
+	unsigned int access;
+	uint64_t va, len;
+	uint32_t rkey;
+	struct ib_mr *mr;
+
+	if (p->mask & IB_M_RETH) {
+		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
+
+		va = reth_va(r);
+		rkey = reth_rkey(r);
+		len = reth_len(r);
+		access = (p->mask & IB_M_READ) ? IBV_ACCESS_REMOTE_READ :
+						 IBV_ACCESS_REMOTE_WRITE;
+	} else if (p->mask & IB_M_ATMETH) {
+		struct ib_atmeth *a = (void *)(p->bth +
+					       p->info->offset[IB_HDR_ATMETH]);
+
+		va = rte_be_to_cpu_64(a->va);
+		rkey = rte_be_to_cpu_32(a->rkey);
+		len = 8;
+		access = IBV_ACCESS_REMOTE_ATOMIC;
+		if (va & 7)
+			return RESP_ERR_INVALID_REQ;	/* C9-... alignment */
+	} else {
+		return RESP_EXECUTE;
+	}
+	if ((p->mask & IB_M_WRITE) && len < p->paylen)
+		return RESP_ERR_INVALID_REQ;
+	if (!(qp->attr.qp_access_flags & access))
+		return RESP_ERR_REM_ACCESS;
+	if (len == 0) {			/* 9.4.3: no key check for 0 bytes */
+		mr = NULL;
+	} else {
+		mr = ib_mr_lookup(qp->dev, rkey);
+		if (ib_mr_check(mr, qp->ibv.pd, va, len, access) != 0)
+			return RESP_ERR_REM_ACCESS;
+	}
+	if (p->mask & IB_M_WRITE) {
+		qp->resp.wmr = mr;
+		qp->resp.wva = va;
+		qp->resp.wremain = len;
+		qp->resp.wlen = len;
+	} else if (p->mask & IB_M_READ) {
+		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
+						     IB_MAX_READ_JOBS];
+
+		j->va = va;
+		j->rkey = rkey;
+		j->length = len;
+		j->offset = 0;
+		j->psn = p->psn;
+	}
+	return RESP_EXECUTE;
+}
+
+static enum resp_state
+exec_send(struct ib_qp *qp, struct resp_pkt *p)
+{
+	struct ib_recv_wqe *rw = rq_wqe(qp, qp->resp.rwqe_idx);
+
+	if (p->paylen > rw->length - qp->resp.recv_off)
+		return RESP_ERR_LENGTH;
+	if (p->paylen && ib_sge_copy(qp->dev, qp->ibv.pd, rw->sge, rw->num_sge,
+				     &qp->resp.cur, p->payload, p->paylen,
+				     1) != 0)
+		return RESP_ERR_REM_OP;	/* local protection error */
+	qp->resp.recv_off += p->paylen;
+	return (p->mask & IB_M_LAST) ? RESP_COMPLETE : RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state
+exec_write(struct ib_qp *qp, struct resp_pkt *p)
+{
+	struct ib_mr *mr = qp->resp.wmr;
+
+	if (p->paylen > qp->resp.wremain)
+		return RESP_ERR_INVALID_REQ;	/* longer than the RETH said */
+	if ((p->mask & IB_M_LAST) && p->paylen != qp->resp.wremain)
+		return RESP_ERR_INVALID_REQ;	/* shorter */
+	if (p->paylen) {
+		/* The MR may have been deregistered since the first packet. */
+		if (ib_mr_lookup(qp->dev, mr->key) != mr)
+			return RESP_ERR_REM_ACCESS;
+		rte_memcpy(mr->addr + (qp->resp.wva - mr->iova), p->payload,
+			   p->paylen);
+	}
+	qp->resp.wva += p->paylen;
+	qp->resp.wremain -= p->paylen;
+	if (!(p->mask & IB_M_LAST))
+		return RESP_ACKNOWLEDGE;
+	qp->resp.msn++;
+	return (p->mask & IB_M_IMMDT) ? RESP_COMPLETE : RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state
+exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
+{
+	struct ib_atmeth *a = (void *)(p->bth + p->info->offset[IB_HDR_ATMETH]);
+	struct ib_mr *mr = ib_mr_lookup(qp->dev, rte_be_to_cpu_32(a->rkey));
+	uint64_t va = rte_be_to_cpu_64(a->va);
+	uint64_t *addr = (uint64_t *)(mr->addr + (va - mr->iova));
+	uint64_t orig, swap_add = rte_be_to_cpu_64(a->swap_add);
+	uint8_t op = bth_opcode((struct ib_bth *)p->bth);
+	rte_be64_t orig_be;
+	uint8_t *bth, *pay;
+	struct rte_mbuf *m;
+
+	if (op == IB_RC_COMPARE_SWAP) {
+		orig = rte_be_to_cpu_64(a->compare);
+		__atomic_compare_exchange_n(addr, &orig, swap_add, 0,
+					    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	} else {
+		orig = __atomic_fetch_add(addr, swap_add, __ATOMIC_SEQ_CST);
+	}
+	qp->resp.msn++;
+	m = ib_pkt_alloc(qp, IB_RC_ATOMIC_ACKNOWLEDGE, 0, &bth, &pay);
+	if (m == NULL)
+		return RESP_DONE;
+	ib_pkt_bth(bth, IB_RC_ATOMIC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0,
+		   p->psn);
+	aeth_set((rte_be32_t *)(bth + IB_BTH_LEN), AETH_ACK | AETH_CREDIT_INVALID,
+		 qp->resp.msn);
+	orig_be = rte_cpu_to_be_64(orig);
+	memcpy(bth + ib_opcode[IB_RC_ATOMIC_ACKNOWLEDGE].offset[IB_HDR_ATMACK],
+	       &orig_be, 8);
+	ib_tx(qp->dev, m);
+	return RESP_DONE;
+}
+
+static enum resp_state
+execute(struct ib_qp *qp, struct resp_pkt *p)
+{
+	if (p->mask & IB_M_SEND)
+		return exec_send(qp, p);
+	if (p->mask & IB_M_WRITE)
+		return exec_write(qp, p);
+	if (p->mask & IB_M_READ) {
+		uint32_t n = p->info->mask & IB_M_RETH ?
+			     qp->resp.rd[qp->resp.rd_head % IB_MAX_READ_JOBS].length : 0;
+
+		qp->resp.rd_head++;
+		qp->resp.msn++;
+		/* The responses use one PSN each (C9-75). */
+		qp->resp.epsn = (qp->resp.epsn + (n ? (n + qp->path.mtu - 1) /
+			qp->path.mtu : 1) - 1) & IB_PSN_MASK;
+		ib_engine_activate(qp);
+		return RESP_DONE;
+	}
+	return exec_atomic(qp, p);
+}
+
+static void
+complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
+{
+	struct ib_recv_wqe *rw = rq_wqe(qp, qp->resp.rwqe_idx);
+	struct ibv_wc wc = {
+		.wr_id = rw->wr_id,
+		.status = status,
+		.opcode = (p->mask & IB_M_WRITE) ? IBV_WC_RECV_RDMA_WITH_IMM :
+						   IBV_WC_RECV,
+		.byte_len = (p->mask & IB_M_WRITE) ? qp->resp.wlen :
+						     qp->resp.recv_off,
+		.qp_num = qp->ibv.qp_num,
+		.src_qp = qp->attr.dest_qp_num,
+	};
+
+	if (p->mask & IB_M_IMMDT) {
+		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	ib_cq_push(qp->rcq, &wc);
+	qp->resp.have_rwqe = 0;
+	ib_queue_consume(&qp->rq, qp->rq.cons + 1);
+}
+
+/* Class B/C errors: NAK, then the QP goes to Error (IBA 9.9.3.1). */
+static void
+resp_fatal(struct ib_qp *qp, struct resp_pkt *p, uint8_t syndrome)
+{
+	ib_send_ack(qp, syndrome, p->psn);
+	ib_qp_to_error(qp);
+}
+
+/* A duplicate (C9-104): re-ACK it; a READ is answered again. */
+static void
+resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
+{
+	if (p->mask & IB_M_READ) {
+		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
+		struct ib_mr *mr = ib_mr_lookup(qp->dev, reth_rkey(r));
+		struct ib_read_job *j;
+
+		if (qp->resp.rd_head - qp->resp.rd_tail >= IB_MAX_READ_JOBS ||
+		    (reth_len(r) && ib_mr_check(mr, qp->ibv.pd, reth_va(r),
+						reth_len(r),
+						IBV_ACCESS_REMOTE_READ) != 0))
+			return;
+		j = &qp->resp.rd[qp->resp.rd_head++ % IB_MAX_READ_JOBS];
+		j->va = reth_va(r);
+		j->rkey = reth_rkey(r);
+		j->length = reth_len(r);
+		j->offset = 0;
+		j->psn = p->psn;
+		ib_engine_activate(qp);
+		return;
+	}
+	ib_send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
+		    (qp->resp.epsn - 1) & IB_PSN_MASK);
+}
+
+void
+ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+{
+	uint8_t op = bth_opcode((struct ib_bth *)bth);
+	struct resp_pkt p = {
+		.bth = bth,
+		.info = &ib_opcode[op],
+		.mask = ib_opcode[op].mask,
+		.psn = bth_psn((struct ib_bth *)bth),
+		.paylen = paylen,
+		.payload = bth + ib_opcode[op].length,
+	};
+	enum resp_state state = RESP_CHECK_PSN;
+
+	while (1) {
+		IB_DP_LOG(DEBUG, "qp %u psn %u %s", qp->ibv.qp_num, p.psn,
+			  resp_state_name[state]);
+		switch (state) {
+		case RESP_CHECK_PSN:
+			state = check_psn(qp, &p);
+			break;
+		case RESP_CHECK_OP_SEQ:
+			state = check_op_seq(qp, &p);
+			break;
+		case RESP_CHECK_RESOURCE:
+			state = check_resource(qp, &p);
+			break;
+		case RESP_CHECK_RKEY:
+			state = check_rkey(qp, &p);
+			break;
+		case RESP_EXECUTE:
+			state = execute(qp, &p);
+			qp->resp.last_op_mask = (p.mask & IB_M_LAST) ? 0 :
+				p.mask & (IB_M_SEND | IB_M_WRITE);
+			if (state == RESP_ACKNOWLEDGE || state == RESP_COMPLETE ||
+			    state == RESP_DONE)
+				qp->resp.epsn = (qp->resp.epsn + 1) & IB_PSN_MASK;
+			break;
+		case RESP_COMPLETE:
+			if (p.mask & IB_M_SEND)
+				qp->resp.msn++;
+			complete_recv(qp, &p, IBV_WC_SUCCESS);
+			state = RESP_ACKNOWLEDGE;
+			break;
+		case RESP_ACKNOWLEDGE:
+			if (bth_ackreq((struct ib_bth *)bth))
+				ib_send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
+					    p.psn);
+			return;
+		case RESP_DUPLICATE:
+			resp_duplicate(qp, &p);
+			return;
+		case RESP_ERR_PSN_SEQ:
+			qp->resp.nak_seq_sent = 1;
+			ib_send_ack(qp, AETH_NAK_PSN_SEQ, qp->resp.epsn);
+			return;
+		case RESP_ERR_RNR:
+			ib_send_ack(qp, AETH_RNR_NAK |
+				    (qp->attr.min_rnr_timer & 0x1f), p.psn);
+			return;
+		case RESP_ERR_INVALID_REQ:
+			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			return;
+		case RESP_ERR_REM_ACCESS:
+			resp_fatal(qp, &p, AETH_NAK_REM_ACCESS);
+			return;
+		case RESP_ERR_LENGTH:
+			complete_recv(qp, &p, IBV_WC_LOC_LEN_ERR);
+			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			return;
+		case RESP_ERR_REM_OP:
+			complete_recv(qp, &p, IBV_WC_LOC_PROT_ERR);
+			resp_fatal(qp, &p, AETH_NAK_REM_OP);
+			return;
+		case RESP_DONE:
+			return;
+		}
+	}
+}
+
+/* Send READ responses (IBA 9.7.4.1.6) from the queued jobs. */
+void
+ib_resp_run(struct ib_qp *qp)
+{
+	int budget = IB_REQ_BUDGET;
+
+	while (qp->resp.rd_tail != qp->resp.rd_head && budget > 0 &&
+	       ib_tx_room(qp->dev) > 0) {
+		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_tail %
+						     IB_MAX_READ_JOBS];
+		uint32_t chunk = RTE_MIN(qp->path.mtu, j->length - j->offset);
+		int first = j->offset == 0;
+		int last = j->offset + chunk == j->length;
+		struct ib_mr *mr = NULL;
+		uint8_t *bth, *pay, op;
+		struct rte_mbuf *m;
+
+		op = first && last ? IB_RC_READ_RESPONSE_ONLY :
+		     first ? IB_RC_READ_RESPONSE_FIRST :
+		     last ? IB_RC_READ_RESPONSE_LAST : IB_RC_READ_RESPONSE_MIDDLE;
+		if (chunk) {
+			mr = ib_mr_lookup(qp->dev, j->rkey);
+			if (ib_mr_check(mr, qp->ibv.pd, j->va, j->length,
+					IBV_ACCESS_REMOTE_READ) != 0) {
+				qp->resp.rd_tail++;
+				ib_send_ack(qp, AETH_NAK_REM_ACCESS, j->psn);
+				ib_qp_to_error(qp);
+				return;
+			}
+		}
+		m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
+		if (m == NULL)
+			return;
+		ib_pkt_bth(bth, op, 0, qp->path.dest_qpn, 0, j->psn);
+		if (ib_opcode[op].mask & IB_M_AETH)
+			aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
+				 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+		if (chunk)
+			rte_memcpy(pay, mr->addr + (j->va - mr->iova) + j->offset,
+				   chunk);
+		ib_tx(qp->dev, m);
+		j->offset += chunk;
+		j->psn = (j->psn + 1) & IB_PSN_MASK;
+		budget--;
+		if (last)
+			qp->resp.rd_tail++;
+	}
+}

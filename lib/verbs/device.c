@@ -1,0 +1,242 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Verbs: the device list, contexts and the device/port/GID/P_Key queries.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "verbs_priv.h"
+
+#undef ibv_query_port
+
+/* rdma-core's driver.h value for a RoCE v2 GID (sysfs "RoCE v2"). */
+#define GID_TYPE_SYSFS_ROCE_V2	1
+
+static int dpib_query_port_ex(struct ibv_context *ctx, uint8_t port,
+			      struct ibv_port_attr *attr, size_t len);
+
+struct ibv_device **
+ibv_get_device_list(int *num_devices)
+{
+	struct dpib_device *devs;
+	struct ibv_device **list;
+	unsigned int n, i;
+	int err = dpib_global_init();
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	devs = dpib_devices(&n);
+	list = calloc(n + 1, sizeof(*list));
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		list[i] = &devs[i].ibv;
+	if (num_devices != NULL)
+		*num_devices = n;
+	return list;
+}
+
+void
+ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *
+ibv_get_device_name(struct ibv_device *device)
+{
+	return device->name;
+}
+
+__be64
+ibv_get_device_guid(struct ibv_device *device)
+{
+	return container_of(device, struct dpib_device, ibv)->hw->guid;
+}
+
+int
+ibv_get_device_index(struct ibv_device *device)
+{
+	unsigned int n;
+
+	return container_of(device, struct dpib_device, ibv) - dpib_devices(&n);
+}
+
+int
+ibv_fork_init(void)
+{
+	/* The engine addresses MRs by virtual address in this process, and no
+	 * kernel pins pages, so fork() needs no preparation.
+	 */
+	return 0;
+}
+
+struct ibv_context *
+ibv_open_device(struct ibv_device *device)
+{
+	struct dpib_context *c = calloc(1, sizeof(*c));
+	struct ibv_context *ctx;
+
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->dev = container_of(device, struct dpib_device, ibv);
+	c->vctx.sz = sizeof(c->vctx);
+	c->vctx.query_port = dpib_query_port_ex;
+	ctx = &c->vctx.context;
+	ctx->device = device;
+	ctx->cmd_fd = -1;
+	/* Asynchronous events arrive through this descriptor. */
+	ctx->async_fd = eventfd(0, EFD_CLOEXEC);
+	if (ctx->async_fd < 0) {
+		free(c);
+		return NULL;
+	}
+	ctx->num_comp_vectors = 1;
+	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	pthread_mutex_init(&ctx->mutex, NULL);
+	ctx->ops.post_send = ib_post_send;
+	ctx->ops.post_recv = ib_post_recv;
+	ctx->ops.poll_cq = ib_cq_poll;
+	ctx->ops.req_notify_cq = dpib_req_notify_cq;
+	return ctx;
+}
+
+int
+ibv_close_device(struct ibv_context *ctx)
+{
+	struct dpib_context *c = to_dctx(ctx);
+
+	close(ctx->async_fd);
+	pthread_mutex_destroy(&ctx->mutex);
+	free(c);
+	return 0;
+}
+
+int
+ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
+{
+	return ib_dev_query(ctx_hw(ctx), attr);
+}
+
+static int
+dpib_query_port_ex(struct ibv_context *ctx, uint8_t port,
+		   struct ibv_port_attr *attr, size_t len)
+{
+	struct ibv_port_attr full;
+
+	if (port != 1)
+		return EINVAL;
+	ib_dev_query_port(ctx_hw(ctx), &full);
+	memcpy(attr, &full, RTE_MIN(len, sizeof(full)));
+	return 0;
+}
+
+/* The pre-extension entry point: fills the older, shorter layout. */
+int
+ibv_query_port(struct ibv_context *ctx, uint8_t port,
+	       struct _compat_ibv_port_attr *attr)
+{
+	return dpib_query_port_ex(ctx, port, (struct ibv_port_attr *)attr,
+				  offsetof(struct ibv_port_attr, flags));
+}
+
+int
+ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
+	      union ibv_gid *gid)
+{
+	if (port != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*gid = ctx_hw(ctx)->gid;
+	return 0;
+}
+
+int
+_ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
+		  struct ibv_gid_entry *entry, uint32_t flags, size_t size)
+{
+	if (port != 1 || index != 0 || flags != 0 ||
+	    size < sizeof(struct ibv_gid_entry))
+		return EINVAL;
+	memset(entry, 0, size);
+	entry->gid = ctx_hw(ctx)->gid;
+	entry->gid_index = 0;
+	entry->port_num = 1;
+	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
+	entry->ndev_ifindex = 0;
+	return 0;
+}
+
+int
+ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
+		   int *type)
+{
+	if (port != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	(void)ctx;
+	*type = GID_TYPE_SYSFS_ROCE_V2;
+	return 0;
+}
+
+int
+ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
+	       __be16 *pkey)
+{
+	(void)ctx;
+	if (port != 1 || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = rte_cpu_to_be_16(IB_DEFAULT_PKEY);
+	return 0;
+}
+
+int
+dpib_counters(struct ibv_context *ctx, const char *const **names,
+	      uint64_t *values, int n)
+{
+	struct ib_dev *hw = ctx_hw(ctx);
+	int i;
+
+	if (names != NULL)
+		*names = ib_counter_names;
+	for (i = 0; values != NULL && i < n && i < IB_CNT_NUM; i++)
+		values[i] = __atomic_load_n(&hw->cnt[i], __ATOMIC_RELAXED);
+	return IB_CNT_NUM;
+}
+
+int
+dpib_port_id(struct ibv_context *ctx, uint16_t *port_id)
+{
+	*port_id = ctx_hw(ctx)->port_id;
+	return 0;
+}
+
+int
+dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
+		 uint32_t *eth_mtu)
+{
+	struct ib_dev *hw = ctx_hw(ctx);
+
+	if (lcore != NULL)
+		*lcore = hw->conf.lcore;
+	if (eth_mtu != NULL)
+		*eth_mtu = hw->conf.mtu;
+	return 0;
+}

@@ -1,0 +1,53 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef DPIB_H
+#define DPIB_H
+
+/**
+ * @file
+ * dpib extensions beside the verbs API (infiniband/verbs.h).
+ */
+
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/**
+ * Bring up DPDK and the configured devices now instead of at the first
+ * verbs call. Idempotent.
+ *
+ * @return 0, or a positive errno value.
+ */
+int dpib_init(void);
+
+/**
+ * Read a device's counters.
+ *
+ * @param ctx     an open device context
+ * @param names   if not NULL, receives the counter name table
+ * @param values  receives up to @p n counter values
+ * @param n       size of @p values
+ * @return the number of counters the device has, or -1 with errno set.
+ */
+int dpib_counters(struct ibv_context *ctx, const char *const **names,
+		  uint64_t *values, int n);
+
+/**
+ * The DPDK ethdev port id a device runs on (for tools that measure the raw
+ * packet path beside dpib).
+ */
+int dpib_port_id(struct ibv_context *ctx, uint16_t *port_id);
+
+/** The engine lcore and the Ethernet MTU a device uses. */
+int dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
+		     uint32_t *eth_mtu);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* DPIB_H */

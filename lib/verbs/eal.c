@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Lazy, once-per-process EAL bring-up and device creation.
+ *
+ * EAL gets a unique file prefix, hugepages when a hugetlbfs is mounted with
+ * free pages (in-memory mode, no files), else --no-huge. The main lcore
+ * floats over the caller's CPUs so the application thread that happens to
+ * make the first verbs call keeps its affinity; the engine lcore is pinned
+ * to one CPU. At exit the engine stops, EAL is cleaned up and its runtime
+ * directory removed.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <rte_eal.h>
+#include <rte_ethdev.h>
+
+#include "verbs_priv.h"
+
+#define MAX_ARGS 64
+
+static pthread_once_t init_once = PTHREAD_ONCE_INIT;
+static int init_err;
+static pid_t init_pid;
+static struct dpib_config config;
+static struct dpib_device devices[DPIB_MAX_DEVICES];
+static unsigned int ndevices;
+static char runtime_dir[PATH_MAX];
+
+static int
+hugepages_usable(void)
+{
+	char line[256];
+	long free_pages = 0;
+	int mounted = 0;
+	FILE *f;
+
+	f = fopen("/proc/mounts", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (strstr(line, " hugetlbfs ") != NULL)
+				mounted = 1;
+		fclose(f);
+	}
+	f = fopen("/proc/meminfo", "r");
+	if (f != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL)
+			sscanf(line, "HugePages_Free: %ld", &free_pages);
+		fclose(f);
+	}
+	/* 2 MiB pages: the mbuf pools and queues need about 128 MiB. */
+	return mounted && free_pages >= 128;
+}
+
+/* "--lcores" keeping the caller's CPUs for lcore 0, the engine on one. */
+static void
+lcores_arg(char *buf, size_t len)
+{
+	cpu_set_t set;
+	int cpu, first = -1, last = -1, engine;
+	size_t n;
+
+	CPU_ZERO(&set);
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		CPU_SET(0, &set);
+	n = snprintf(buf, len, "--lcores=0@(");
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &set))
+			continue;
+		n += snprintf(buf + n, len - n, "%s%d", first < 0 ? "" : ",",
+			      cpu);
+		if (first < 0)
+			first = cpu;
+		last = cpu;
+	}
+	engine = config.lcore_cpu >= 0 ? config.lcore_cpu : last;
+	snprintf(buf + n, len - n, "),1@%d", engine);
+}
+
+static void
+remove_runtime_dir(void)
+{
+	struct dirent *e;
+	DIR *d;
+
+	if (runtime_dir[0] == '\0')
+		return;
+	d = opendir(runtime_dir);
+	if (d != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char path[PATH_MAX + 256];
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
+				 e->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(runtime_dir);
+}
+
+static void
+dpib_exit(void)
+{
+	uint16_t port;
+
+	if (getpid() != init_pid)	/* a forked child: not ours */
+		return;
+	ib_engine_shutdown();
+	RTE_ETH_FOREACH_DEV(port) {
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
+	}
+	rte_eal_cleanup();
+	remove_runtime_dir();
+}
+
+static int
+eal_start(void)
+{
+	static char prefix[64], lcores[512], mem[32];
+	char *argv[MAX_ARGS], *tok, *save = NULL;
+	static char user[sizeof(config.eal_args)];
+	int argc = 0, pci = 0, ret;
+	unsigned int i;
+
+	for (i = 0; i < config.ndev; i++)
+		if (strncmp(config.dev[i].port, "net_", 4) != 0)
+			pci = 1;
+	snprintf(prefix, sizeof(prefix), "--file-prefix=dpib_%d", getpid());
+	lcores_arg(lcores, sizeof(lcores));
+	argv[argc++] = "dpib";
+	argv[argc++] = prefix;
+	argv[argc++] = lcores;
+	argv[argc++] = "--log-level=lib.*:error";
+	argv[argc++] = "--log-level=pmd.*:error";
+	if (!pci)
+		argv[argc++] = "--no-pci";
+	if (config.hugepages == 1 ||
+	    (config.hugepages == -1 && hugepages_usable())) {
+		argv[argc++] = "--in-memory";
+	} else {
+		snprintf(mem, sizeof(mem), "%u", config.memory_mb);
+		argv[argc++] = "--no-huge";
+		argv[argc++] = "--no-shconf";
+		argv[argc++] = "-m";
+		argv[argc++] = mem;
+	}
+	snprintf(user, sizeof(user), "%s", config.eal_args);
+	for (tok = strtok_r(user, " \t", &save); tok != NULL && argc < MAX_ARGS - 1;
+	     tok = strtok_r(NULL, " \t", &save))
+		argv[argc++] = tok;
+	argv[argc] = NULL;
+
+	ret = rte_eal_init(argc, argv);
+	if (ret < 0) {
+		fprintf(stderr, "dpib: EAL initialisation failed: %s\n",
+			rte_strerror(rte_errno));
+		return rte_errno ? rte_errno : EINVAL;
+	}
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
+		 rte_eal_get_runtime_dir());
+	init_pid = getpid();
+	atexit(dpib_exit);
+	return 0;
+}
+
+static void
+init_once_fn(void)
+{
+	unsigned int i;
+	int ret;
+
+	ret = dpib_config_load(&config);
+	if (ret != 0) {
+		init_err = -ret;
+		return;
+	}
+	init_err = eal_start();
+	if (init_err)
+		return;
+	for (i = 0; i < config.ndev; i++) {
+		struct dpib_device *d = &devices[ndevices];
+		struct ib_dev_conf *c = &config.dev[i];
+
+		c->lcore = 1;
+		ret = ib_dev_create(c, &d->hw);
+		if (ret != 0) {
+			fprintf(stderr, "dpib: device %s on '%s': %s\n",
+				c->name, c->port, strerror(-ret));
+			continue;
+		}
+		d->ibv.node_type = IBV_NODE_CA;
+		d->ibv.transport_type = IBV_TRANSPORT_IB;
+		snprintf(d->ibv.name, sizeof(d->ibv.name), "%s", c->name);
+		snprintf(d->ibv.dev_name, sizeof(d->ibv.dev_name), "uverbs%u",
+			 ndevices);
+		snprintf(d->ibv.dev_path, sizeof(d->ibv.dev_path),
+			 "/dev/infiniband/dpib/%s", c->name);
+		snprintf(d->ibv.ibdev_path, sizeof(d->ibv.ibdev_path),
+			 "/sys/class/infiniband/%s", c->name);
+		ndevices++;
+	}
+}
+
+int
+dpib_global_init(void)
+{
+	pthread_once(&init_once, init_once_fn);
+	return init_err;
+}
+
+struct dpib_device *
+dpib_devices(unsigned int *n)
+{
+	*n = ndevices;
+	return devices;
+}
+
+int
+dpib_init(void)
+{
+	return dpib_global_init();
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef VERBS_PRIV_H
+#define VERBS_PRIV_H
+
+#include <infiniband/verbs.h>
+
+#include "ib_hca.h"
+#include "dpib.h"
+
+#define DPIB_MAX_DEVICES	8
+
+/* Process-wide configuration, from DPIB_CONF or the built-in default. */
+struct dpib_config {
+	char eal_args[1024];
+	unsigned int memory_mb;		/* without hugepages */
+	int hugepages;			/* -1 auto, 0 no, 1 yes */
+	int lcore_cpu;			/* -1: last CPU of the affinity mask */
+	int poll_mode;
+	unsigned int ndev;
+	struct ib_dev_conf dev[DPIB_MAX_DEVICES];
+};
+
+struct dpib_device {
+	struct ibv_device ibv;
+	struct ib_dev *hw;
+};
+
+struct dpib_context {
+	struct verbs_context vctx;	/* ends with struct ibv_context */
+	struct dpib_device *dev;
+};
+
+static inline struct dpib_context *
+to_dctx(struct ibv_context *ctx)
+{
+	return container_of(container_of(ctx, struct verbs_context, context),
+			    struct dpib_context, vctx);
+}
+
+static inline struct ib_dev *
+ctx_hw(struct ibv_context *ctx)
+{
+	return to_dctx(ctx)->dev->hw;
+}
+
+/* config.c */
+int dpib_config_load(struct dpib_config *cfg);
+
+/* objects.c */
+int dpib_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+
+/* eal.c */
+int dpib_global_init(void);
+struct dpib_device *dpib_devices(unsigned int *n);
+
+#endif /* VERBS_PRIV_H */
