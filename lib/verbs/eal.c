@@ -106,6 +106,10 @@ remove_runtime_dir(void)
 		closedir(d);
 	}
 	rmdir(runtime_dir);
+	/* The parent (/var/run/dpdk or $XDG_RUNTIME_DIR/dpdk) if now empty. */
+	if (strrchr(runtime_dir, '/') != NULL)
+		*strrchr(runtime_dir, '/') = '\0';
+	rmdir(runtime_dir);
 }
 
 static void

@@ -170,7 +170,7 @@ struct ib_read_job {
 struct ib_resp {
 	uint32_t epsn;		/* expected PSN */
 	uint32_t msn;
-	uint8_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
+	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
 	uint8_t nak_seq_sent;
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;

@@ -1,0 +1,617 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * RC operations on the loopback device: SEND, SEND_WITH_IMM, RDMA WRITE,
+ * WRITE_WITH_IMM and READ from 1 byte to 1 MiB (segmented at the path MTU),
+ * multiple SGEs, unsignaled WRs, and the first error paths. Every byte of
+ * the destination is checked, and the bytes around it must stay untouched.
+ */
+#include <arpa/inet.h>
+
+#include "verbs_util.h"
+
+#define MAX_MSG		(1u << 20)
+#define GUARD		4096
+#define SRC_OFF		0
+#define DST_OFF		(MAX_MSG + GUARD)
+#define BUF_LEN		(2 * (MAX_MSG + GUARD))
+
+static const uint32_t sizes[] = {
+	1, 2, 3, 7, 64, 255, 1023, 1024, 1025, 4095, 4096, 4097, 8192,
+	12289, 65536, 65537, 262144, MAX_MSG - 1, MAX_MSG,
+};
+
+static const struct pair_opts rc_opts = {
+	.buflen = BUF_LEN,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.sq_sig_all = 1,
+	.max_wr = 64,
+	.max_sge = 4,
+	.max_inline = 128,
+	.max_rd_atomic = 8,
+	.min_rnr_timer = 1,
+	.rnr_retry = 7,
+	.timeout = 14,
+	.retry_cnt = 7,
+};
+
+static struct pair P;
+
+static void
+prepare(uint32_t len, uint32_t seed)
+{
+	fill_pattern(P.buf + SRC_OFF, len, seed);
+	memset(P.buf + DST_OFF - GUARD, 0xa5, MAX_MSG + 2 * GUARD);
+}
+
+/* The destination holds the source; the guard bytes around it are intact. */
+static void
+verify(uint32_t len, const char *what)
+{
+	uint32_t i;
+
+	for (i = 0; i < len; i++)
+		CHECK(P.buf[DST_OFF + i] == P.buf[SRC_OFF + i],
+		      "%s len %u: byte %u is %02x, want %02x", what, len, i,
+		      P.buf[DST_OFF + i], P.buf[SRC_OFF + i]);
+	for (i = 0; i < GUARD; i++) {
+		CHECK(P.buf[DST_OFF - GUARD + i] == 0xa5, "%s: guard before", what);
+		CHECK(P.buf[DST_OFF + len + i] == 0xa5,
+		      "%s len %u: byte %u past the end written", what, len, i);
+	}
+}
+
+static void
+post_send_one(int qpi, enum ibv_wr_opcode op, uint64_t laddr, uint32_t len,
+	      uint64_t raddr, uint32_t imm, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = laddr, .length = len, .lkey = P.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.imm_data = htonl(imm),
+		.wr.rdma = { .remote_addr = raddr, .rkey = P.mr->rkey },
+	}, *bad;
+	int ret = ibv_post_send(P.qp[qpi], &wr, &bad);
+
+	CHECK(ret == 0, "post_send op %d len %u: %d", op, len, ret);
+}
+
+static void
+post_recv_one(int qpi, uint64_t addr, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { .addr = addr, .length = len, .lkey = P.mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge, .num_sge = 1 };
+	struct ibv_recv_wr *bad;
+
+	CHECK(ibv_post_recv(P.qp[qpi], &wr, &bad) == 0, "post_recv");
+}
+
+static void
+expect_wc(int cqi, uint64_t wr_id, enum ibv_wc_status status,
+	  enum ibv_wc_opcode opcode, struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(P.cq[cqi], &wc, 10), "no completion for wr %lu",
+	      (unsigned long)wr_id);
+	CHECK(wc.status == status, "wr %lu: status %s, want %s",
+	      (unsigned long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      ibv_wc_status_str(status));
+	CHECK(wc.wr_id == wr_id, "wr_id %lu want %lu", (unsigned long)wc.wr_id,
+	      (unsigned long)wr_id);
+	if (status == IBV_WC_SUCCESS)
+		CHECK(wc.opcode == opcode, "opcode %d want %d", wc.opcode, opcode);
+	if (out != NULL)
+		*out = wc;
+}
+
+static void
+rdma_write_every_size(void)
+{
+	unsigned int i;
+
+	for (i = 0; i < DIM(sizes); i++) {
+		prepare(sizes[i], i);
+		post_send_one(0, IBV_WR_RDMA_WRITE,
+			      (uintptr_t)P.buf + SRC_OFF, sizes[i],
+			      (uintptr_t)P.buf + DST_OFF, 0, i);
+		expect_wc(0, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+		verify(sizes[i], "WRITE");
+	}
+}
+
+static void
+rdma_read_every_size(void)
+{
+	struct ibv_wc wc;
+	unsigned int i;
+
+	for (i = 0; i < DIM(sizes); i++) {
+		prepare(sizes[i], i + 100);
+		/* READ pulls the peer's source into our destination. */
+		post_send_one(0, IBV_WR_RDMA_READ, (uintptr_t)P.buf + DST_OFF,
+			      sizes[i], (uintptr_t)P.buf + SRC_OFF, 0, i);
+		expect_wc(0, i, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, &wc);
+		CHECK(wc.byte_len == sizes[i], "READ byte_len %u", wc.byte_len);
+		verify(sizes[i], "READ");
+	}
+}
+
+static void
+send_every_size(void)
+{
+	struct ibv_wc wc;
+	unsigned int i;
+
+	for (i = 0; i < DIM(sizes); i++) {
+		prepare(sizes[i], i + 200);
+		post_recv_one(1, (uintptr_t)P.buf + DST_OFF, MAX_MSG, 1000 + i);
+		post_send_one(0, i & 1 ? IBV_WR_SEND_WITH_IMM : IBV_WR_SEND,
+			      (uintptr_t)P.buf + SRC_OFF, sizes[i], 0, 0xab00 + i, i);
+		expect_wc(0, i, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+		expect_wc(1, 1000 + i, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+		CHECK(wc.byte_len == sizes[i], "SEND byte_len %u want %u",
+		      wc.byte_len, sizes[i]);
+		CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == (i & 1), "imm flag");
+		if (i & 1)
+			CHECK(ntohl(wc.imm_data) == 0xab00 + i, "imm %x",
+			      ntohl(wc.imm_data));
+		CHECK(wc.qp_num == P.qp[1]->qp_num, "qp_num");
+		CHECK(wc.src_qp == P.qp[0]->qp_num, "src_qp");
+		verify(sizes[i], "SEND");
+	}
+}
+
+static void
+write_with_imm(void)
+{
+	struct ibv_wc wc;
+	unsigned int i;
+
+	for (i = 0; i < DIM(sizes); i += 3) {
+		prepare(sizes[i], i + 300);
+		/* The receive WQE's buffer is unused by WRITE_WITH_IMM. */
+		post_recv_one(1, (uintptr_t)P.buf + SRC_OFF, 0, 2000 + i);
+		post_send_one(0, IBV_WR_RDMA_WRITE_WITH_IMM,
+			      (uintptr_t)P.buf + SRC_OFF, sizes[i],
+			      (uintptr_t)P.buf + DST_OFF, 0xc0de0000 + i, i);
+		expect_wc(0, i, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+		expect_wc(1, 2000 + i, IBV_WC_SUCCESS,
+			  IBV_WC_RECV_RDMA_WITH_IMM, &wc);
+		CHECK(wc.wc_flags & IBV_WC_WITH_IMM, "no imm flag");
+		CHECK(ntohl(wc.imm_data) == 0xc0de0000 + i, "imm");
+		CHECK(wc.byte_len == sizes[i], "byte_len %u", wc.byte_len);
+		verify(sizes[i], "WRITE_WITH_IMM");
+	}
+}
+
+/* Three gather SGEs on the sender, four scatter SGEs on the receiver. */
+static void
+multi_sge_send(void)
+{
+	uint32_t len = 3 * 5000 + 17, cut[4] = { 1, 4999, 6000, 0 };
+	struct ibv_sge s[3], r[4];
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_recv_wr rwr = { 0 }, *rbad;
+	struct ibv_wc wc;
+	uint32_t off = 0, i;
+
+	prepare(len, 7);
+	cut[3] = len - cut[0] - cut[1] - cut[2];
+	for (i = 0; i < 4; i++) {
+		r[i].addr = (uintptr_t)P.buf + DST_OFF + off;
+		r[i].length = cut[i];
+		r[i].lkey = P.mr->lkey;
+		off += cut[i];
+	}
+	for (i = 0; i < 3; i++) {
+		s[i].addr = (uintptr_t)P.buf + SRC_OFF + i * 5000;
+		s[i].length = i == 2 ? len - 10000 : 5000;
+		s[i].lkey = P.mr->lkey;
+	}
+	rwr.wr_id = 77;
+	rwr.sg_list = r;
+	rwr.num_sge = 4;
+	CHECK(ibv_post_recv(P.qp[1], &rwr, &rbad) == 0, "post_recv");
+	wr.wr_id = 78;
+	wr.sg_list = s;
+	wr.num_sge = 3;
+	wr.opcode = IBV_WR_SEND;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post_send");
+	expect_wc(0, 78, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+	expect_wc(1, 77, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+	CHECK(wc.byte_len == len, "byte_len");
+	verify(len, "multi-SGE SEND");
+}
+
+/* Multi-SGE WRITE and READ, the SGEs of different lengths. */
+static void
+multi_sge_write_read(void)
+{
+	uint32_t lens[4] = { 3, 4093, 4100, 9000 }, total = 0, i;
+	struct ibv_sge s[4];
+	struct ibv_send_wr wr = { 0 }, *bad;
+
+	for (i = 0; i < 4; i++) {
+		s[i].addr = (uintptr_t)P.buf + SRC_OFF + total;
+		s[i].length = lens[i];
+		s[i].lkey = P.mr->lkey;
+		total += lens[i];
+	}
+	prepare(total, 9);
+	wr.wr_id = 5;
+	wr.sg_list = s;
+	wr.num_sge = 4;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)P.buf + DST_OFF;
+	wr.wr.rdma.rkey = P.mr->rkey;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post WRITE");
+	expect_wc(0, 5, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	verify(total, "multi-SGE WRITE");
+
+	/* READ scatters the peer's bytes into four local SGEs. */
+	prepare(total, 10);
+	total = 0;
+	for (i = 0; i < 4; i++) {
+		s[i].addr = (uintptr_t)P.buf + DST_OFF + total;
+		total += lens[i];
+	}
+	wr.wr_id = 6;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = (uintptr_t)P.buf + SRC_OFF;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post READ");
+	expect_wc(0, 6, IBV_WC_SUCCESS, IBV_WC_RDMA_READ, NULL);
+	verify(total, "multi-SGE READ");
+}
+
+/* Many WRs in flight at once, all of them completing in posting order. */
+static void
+pipelined_writes_in_order(void)
+{
+	const uint32_t n = 48, len = 3000;
+	struct ibv_wc wc;
+	uint32_t i;
+
+	prepare(n * len, 11);
+	for (i = 0; i < n; i++)
+		post_send_one(0, i % 3 == 2 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE,
+			      (uintptr_t)P.buf + (i % 3 == 2 ? DST_OFF : SRC_OFF) +
+			      i * len, len,
+			      (uintptr_t)P.buf + (i % 3 == 2 ? SRC_OFF : DST_OFF) +
+			      i * len, 0, 500 + i);
+	for (i = 0; i < n; i++) {
+		CHECK(poll_one(P.cq[0], &wc, 10), "completion %u", i);
+		CHECK(wc.status == IBV_WC_SUCCESS, "status %s",
+		      ibv_wc_status_str(wc.status));
+		CHECK(wc.wr_id == 500 + i, "order: got %lu at %u",
+		      (unsigned long)wc.wr_id, i);
+	}
+	verify(n * len, "pipelined");
+}
+
+/* Unsignaled WRs complete silently; the signaled one reports. */
+static void
+unsignaled_completions(void)
+{
+	struct pair_opts o = rc_opts;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr[8], *bad;
+	struct ibv_wc wc;
+	struct pair save = P;
+	int i;
+
+	o.sq_sig_all = 0;
+	o.buflen = 65536;
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	sge.addr = (uintptr_t)P.buf;
+	sge.length = 256;
+	sge.lkey = P.mr->lkey;
+	for (i = 0; i < 8; i++) {
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)P.buf + 32768;
+		wr[i].wr.rdma.rkey = P.mr->rkey;
+		wr[i].next = i < 7 ? &wr[i + 1] : NULL;
+	}
+	wr[7].send_flags = IBV_SEND_SIGNALED;
+	CHECK(ibv_post_send(P.qp[0], wr, &bad) == 0, "post list");
+	CHECK(poll_one(P.cq[0], &wc, 10), "signaled completion");
+	CHECK(wc.wr_id == 7 && wc.status == IBV_WC_SUCCESS, "wr %lu",
+	      (unsigned long)wc.wr_id);
+	CHECK(!poll_one(P.cq[0], &wc, 0.05), "an unsignaled WR completed");
+	pair_close(&P);
+	P = save;
+}
+
+static void
+inline_send(void)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc;
+
+	prepare(100, 12);
+	post_recv_one(1, (uintptr_t)P.buf + DST_OFF, 4096, 31);
+	sge.addr = (uintptr_t)P.buf + SRC_OFF;
+	sge.length = 100;
+	sge.lkey = 0xdeadbeef;	/* not checked for inline data */
+	wr.wr_id = 32;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_INLINE;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post inline");
+	/* The data was copied at post time. */
+	memset(P.buf + SRC_OFF, 0, 100);
+	expect_wc(0, 32, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+	expect_wc(1, 31, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+	fill_pattern(P.buf + SRC_OFF, 100, 12);
+	verify(100, "inline SEND");
+}
+
+static void
+atomics(void)
+{
+	uint64_t *target = (uint64_t *)(P.buf + DST_OFF);
+	uint64_t *result = (uint64_t *)(P.buf + SRC_OFF);
+	struct ibv_sge sge = { (uintptr_t)result, 8, P.mr->lkey };
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_wc wc;
+
+	*target = 1000;
+	wr.wr_id = 41;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+	wr.wr.atomic.remote_addr = (uintptr_t)target;
+	wr.wr.atomic.rkey = P.mr->rkey;
+	wr.wr.atomic.compare_add = 5;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post FAA");
+	expect_wc(0, 41, IBV_WC_SUCCESS, IBV_WC_FETCH_ADD, &wc);
+	CHECK(*result == 1000 && *target == 1005, "FAA %lu %lu",
+	      (unsigned long)*result, (unsigned long)*target);
+
+	wr.wr_id = 42;
+	wr.opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+	wr.wr.atomic.compare_add = 1005;
+	wr.wr.atomic.swap = 77;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post CAS");
+	expect_wc(0, 42, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, NULL);
+	CHECK(*result == 1005 && *target == 77, "CAS hit");
+
+	wr.wr_id = 43;
+	wr.wr.atomic.compare_add = 1;	/* mismatch: no swap */
+	wr.wr.atomic.swap = 99;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post CAS");
+	expect_wc(0, 43, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, NULL);
+	CHECK(*result == 77 && *target == 77, "CAS miss");
+
+	/* C10-...: atomics need an 8-byte aligned remote address. */
+	wr.wr.atomic.remote_addr = (uintptr_t)target + 4;
+	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == EINVAL && bad == &wr,
+	      "misaligned atomic accepted");
+}
+
+/* A SEND with no receive posted is RNR-NAKed and retried until one is. */
+static void
+rnr_then_success(void)
+{
+	struct ibv_wc wc;
+	double t0;
+
+	prepare(2000, 13);
+	post_send_one(0, IBV_WR_SEND, (uintptr_t)P.buf + SRC_OFF, 2000, 0, 0, 51);
+	t0 = check_now();
+	while (check_now() - t0 < 0.02)
+		CHECK(ibv_poll_cq(P.cq[0], 1, &wc) == 0, "completed without a receive");
+	post_recv_one(1, (uintptr_t)P.buf + DST_OFF, 4096, 52);
+	expect_wc(0, 51, IBV_WC_SUCCESS, IBV_WC_SEND, NULL);
+	expect_wc(1, 52, IBV_WC_SUCCESS, IBV_WC_RECV, &wc);
+	verify(2000, "SEND after RNR");
+}
+
+/* C10-96: no sends before RTS; the WR list is rejected at its head. */
+static void
+post_send_before_rts(void)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = P.cq[0], .recv_cq = P.cq[0], .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_sge sge = { (uintptr_t)P.buf, 8, P.mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND }, *bad = NULL;
+	struct ibv_qp *qp = ibv_create_qp(P.pd, &ia);
+
+	CHECK(qp != NULL, "create_qp");
+	CHECK(ibv_post_send(qp, &wr, &bad) == EINVAL && bad == &wr, "Reset");
+	CHECK(ibv_destroy_qp(qp) == 0, "destroy");
+}
+
+/* A list fails at the first bad WR; the ones before it are posted. */
+static void
+bad_wr_stops_the_list(void)
+{
+	struct ibv_sge sge = { (uintptr_t)P.buf + SRC_OFF, 16, P.mr->lkey };
+	struct ibv_send_wr wr[3], *bad = NULL;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = 60 + i;
+		wr[i].sg_list = &sge;
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_RDMA_WRITE;
+		wr[i].wr.rdma.remote_addr = (uintptr_t)P.buf + DST_OFF;
+		wr[i].wr.rdma.rkey = P.mr->rkey;
+		wr[i].next = i < 2 ? &wr[i + 1] : NULL;
+	}
+	wr[1].num_sge = 5;	/* more than max_send_sge */
+	CHECK(ibv_post_send(P.qp[0], wr, &bad) == EINVAL, "accepted");
+	CHECK(bad == &wr[1], "bad_wr does not point at the failing WR");
+	expect_wc(0, 60, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	{
+		struct ibv_wc wc;
+
+		CHECK(!poll_one(P.cq[0], &wc, 0.05), "a WR after bad_wr ran");
+	}
+}
+
+/* An unknown rkey: NAK remote access error, requester QP to Error, the
+ * WRs behind it flushed (C10-91, 9.7.5.2.4).
+ */
+static void
+bad_rkey_remote_access_error(void)
+{
+	struct pair_opts o = rc_opts;
+	struct pair save = P;
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr init;
+
+	o.buflen = 65536;
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf, 64,
+		      (uintptr_t)P.buf + 4096, 0, 70);
+	{
+		struct ibv_sge sge = { (uintptr_t)P.buf, 64, P.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 71, .sg_list = &sge,
+			.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { (uintptr_t)P.buf + 4096, P.mr->rkey + 1 } },
+			*bad;
+
+		CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post");
+	}
+	post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf, 64,
+		      (uintptr_t)P.buf + 4096, 0, 72);
+	expect_wc(0, 70, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	expect_wc(0, 71, IBV_WC_REM_ACCESS_ERR, 0, NULL);
+	expect_wc(0, 72, IBV_WC_WR_FLUSH_ERR, 0, NULL);
+	CHECK(ibv_query_qp(P.qp[0], &attr, IBV_QP_STATE, &init) == 0, "query");
+	CHECK(attr.qp_state == IBV_QPS_ERR, "requester state %d", attr.qp_state);
+	pair_close(&P);
+	P = save;
+}
+
+/* Out-of-bounds WRITE and a READ without REMOTE_READ rights are refused. */
+static void
+bounds_and_rights(void)
+{
+	struct pair_opts o = rc_opts;
+	struct pair save = P;
+	struct ibv_mr *ro;
+
+	o.buflen = 65536;
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	memset(P.buf, 0x11, 65536);
+	/* One byte past the end of the MR. */
+	post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf, 64,
+		      (uintptr_t)P.buf + 65536 - 63, 0, 80);
+	expect_wc(0, 80, IBV_WC_REM_ACCESS_ERR, 0, NULL);
+	pair_close(&P);
+
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	/* A second MR with local write only: READ through its rkey fails. */
+	ro = ibv_reg_mr(P.pd, P.buf + 32768, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(ro != NULL, "reg");
+	{
+		struct ibv_sge sge = { (uintptr_t)P.buf, 64, P.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 81, .sg_list = &sge,
+			.num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+			.wr.rdma = { (uintptr_t)P.buf + 32768, ro->rkey } },
+			*bad;
+
+		CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post");
+	}
+	expect_wc(0, 81, IBV_WC_REM_ACCESS_ERR, 0, NULL);
+	CHECK(ibv_dereg_mr(ro) == 0, "dereg");
+	pair_close(&P);
+	P = save;
+}
+
+/* A deregistered key never works again, locally or remotely. */
+static void
+stale_lkey_local_protection_error(void)
+{
+	struct pair_opts o = rc_opts;
+	struct pair save = P;
+	struct ibv_mr *tmp;
+	uint32_t key;
+
+	o.buflen = 65536;
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	tmp = ibv_reg_mr(P.pd, P.buf, 4096, IBV_ACCESS_LOCAL_WRITE);
+	CHECK(tmp != NULL, "reg");
+	key = tmp->lkey;
+	CHECK(ibv_dereg_mr(tmp) == 0, "dereg");
+	{
+		struct ibv_sge sge = { (uintptr_t)P.buf, 64, key };
+		struct ibv_send_wr wr = { .wr_id = 90, .sg_list = &sge,
+			.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+			.wr.rdma = { (uintptr_t)P.buf + 8192, P.mr->rkey } },
+			*bad;
+
+		CHECK(ibv_post_send(P.qp[0], &wr, &bad) == 0, "post");
+	}
+	expect_wc(0, 90, IBV_WC_LOC_PROT_ERR, 0, NULL);
+	pair_close(&P);
+	P = save;
+}
+
+/* A SEND longer than the receive buffer: local length error at the
+ * responder, NAK invalid request at the requester.
+ */
+static void
+recv_too_small(void)
+{
+	struct pair_opts o = rc_opts;
+	struct pair save = P;
+
+	o.buflen = 65536;
+	pair_open(&P, &o);
+	pair_connect(&P, &o);
+	post_recv_one(1, (uintptr_t)P.buf + 32768, 100, 95);
+	post_send_one(0, IBV_WR_SEND, (uintptr_t)P.buf, 101, 0, 0, 96);
+	expect_wc(1, 95, IBV_WC_LOC_LEN_ERR, 0, NULL);
+	expect_wc(0, 96, IBV_WC_REM_INV_REQ_ERR, 0, NULL);
+	pair_close(&P);
+	P = save;
+}
+
+int
+main(void)
+{
+	pair_open(&P, &rc_opts);
+	pair_connect(&P, &rc_opts);
+	RUN(rdma_write_every_size);
+	RUN(rdma_read_every_size);
+	RUN(send_every_size);
+	RUN(write_with_imm);
+	RUN(multi_sge_send);
+	RUN(multi_sge_write_read);
+	RUN(pipelined_writes_in_order);
+	RUN(inline_send);
+	RUN(atomics);
+	RUN(rnr_then_success);
+	RUN(post_send_before_rts);
+	RUN(bad_wr_stops_the_list);
+	RUN(unsignaled_completions);
+	RUN(bad_rkey_remote_access_error);
+	RUN(bounds_and_rights);
+	RUN(stale_lkey_local_protection_error);
+	RUN(recv_too_small);
+	pair_close(&P);
+	CHECK_DONE();
+}

@@ -1,0 +1,176 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef DPIB_VERBS_UTIL_H
+#define DPIB_VERBS_UTIL_H
+
+/* Two RC QPs on one device, connected to each other, for verbs tests. */
+
+#include <errno.h>
+#include <stdint.h>
+#include <infiniband/verbs.h>
+
+#include "check.h"
+
+#define DIM(a) (sizeof(a) / sizeof((a)[0]))
+
+struct pair {
+	struct ibv_device **list;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	uint8_t *buf;		/* one buffer, registered once */
+	size_t len;
+	struct ibv_mr *mr;
+	enum ibv_mtu mtu;
+};
+
+struct pair_opts {
+	size_t buflen;
+	int mr_access;
+	int qp_access;
+	int sq_sig_all;
+	uint32_t max_wr;
+	uint32_t max_sge;
+	uint32_t max_inline;
+	uint8_t max_rd_atomic;
+	uint8_t min_rnr_timer;
+	uint8_t rnr_retry;
+	uint8_t timeout;
+	uint8_t retry_cnt;
+};
+
+static inline void
+pair_open(struct pair *p, const struct pair_opts *o)
+{
+	struct ibv_port_attr pa;
+	int i;
+
+	memset(p, 0, sizeof(*p));
+	p->list = ibv_get_device_list(NULL);
+	CHECK(p->list != NULL && p->list[0] != NULL, "no device (errno %d)",
+	      errno);
+	p->ctx = ibv_open_device(p->list[0]);
+	CHECK(p->ctx != NULL, "ibv_open_device");
+	CHECK(ibv_query_port(p->ctx, 1, &pa) == 0, "query_port");
+	p->mtu = pa.active_mtu;
+	p->pd = ibv_alloc_pd(p->ctx);
+	CHECK(p->pd != NULL, "alloc_pd");
+	p->len = o->buflen;
+	p->buf = aligned_alloc(4096, (p->len + 4095) & ~(size_t)4095);
+	CHECK(p->buf != NULL, "alloc %zu", p->len);
+	memset(p->buf, 0, p->len);
+	p->mr = ibv_reg_mr(p->pd, p->buf, p->len, o->mr_access);
+	CHECK(p->mr != NULL, "reg_mr errno %d", errno);
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC,
+			.cap = {
+				.max_send_wr = o->max_wr,
+				.max_recv_wr = o->max_wr,
+				.max_send_sge = o->max_sge,
+				.max_recv_sge = o->max_sge,
+				.max_inline_data = o->max_inline,
+			},
+			.sq_sig_all = o->sq_sig_all,
+		};
+
+		p->cq[i] = ibv_create_cq(p->ctx, 2 * o->max_wr + 16, NULL,
+					 NULL, 0);
+		CHECK(p->cq[i] != NULL, "create_cq");
+		ia.send_cq = ia.recv_cq = p->cq[i];
+		p->qp[i] = ibv_create_qp(p->pd, &ia);
+		CHECK(p->qp[i] != NULL, "create_qp errno %d", errno);
+	}
+}
+
+static inline void
+qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
+	   enum ibv_mtu mtu, uint32_t rq_psn, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = 1,
+		.qp_access_flags = o->qp_access,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	CHECK(ret == 0, "to INIT: %d", ret);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = o->max_rd_atomic;
+	a.min_rnr_timer = o->min_rnr_timer;
+	a.ah_attr.port_num = 1;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	CHECK(ret == 0, "to RTR: %d", ret);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = o->timeout;
+	a.retry_cnt = o->retry_cnt;
+	a.rnr_retry = o->rnr_retry;
+	a.max_rd_atomic = o->max_rd_atomic;
+	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	CHECK(ret == 0, "to RTS: %d", ret);
+}
+
+/* PSNs near the 24-bit wrap so that every test crosses it. */
+static inline void
+pair_connect(struct pair *p, const struct pair_opts *o)
+{
+	qp_connect(p->qp[0], p->qp[1]->qp_num, o, p->mtu, 0xfffff0, 0xffff00);
+	qp_connect(p->qp[1], p->qp[0]->qp_num, o, p->mtu, 0xffff00, 0xfffff0);
+}
+
+static inline void
+pair_close(struct pair *p)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		CHECK(ibv_destroy_qp(p->qp[i]) == 0, "destroy_qp");
+		CHECK(ibv_destroy_cq(p->cq[i]) == 0, "destroy_cq");
+	}
+	CHECK(ibv_dereg_mr(p->mr) == 0, "dereg_mr");
+	CHECK(ibv_dealloc_pd(p->pd) == 0, "dealloc_pd");
+	CHECK(ibv_close_device(p->ctx) == 0, "close_device");
+	ibv_free_device_list(p->list);
+	free(p->buf);
+}
+
+/* Poll one completion within @secs seconds; 0 when none arrived. */
+static inline int
+poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
+{
+	double deadline = check_now() + secs;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		CHECK(n >= 0, "poll_cq %d", n);
+		if (n == 1)
+			return 1;
+	} while (check_now() < deadline);
+	return 0;
+}
+
+static inline void
+fill_pattern(uint8_t *b, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) ^ (seed >> 3));
+}
+
+#endif /* DPIB_VERBS_UTIL_H */
