@@ -394,7 +394,7 @@ atomics(void)
 	expect_wc(0, 43, IBV_WC_SUCCESS, IBV_WC_COMP_SWAP, NULL);
 	CHECK(*result == 77 && *target == 77, "CAS miss");
 
-	/* C10-...: atomics need an 8-byte aligned remote address. */
+	/* ibv_post_send(3): atomics need an 8-byte aligned remote address. */
 	wr.wr.atomic.remote_addr = (uintptr_t)target + 4;
 	CHECK(ibv_post_send(P.qp[0], &wr, &bad) == EINVAL && bad == &wr,
 	      "misaligned atomic accepted");

@@ -114,6 +114,7 @@ ib_engine_poll(struct ib_dev *dev)
 	n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
 	for (i = 0; i < n; i++)
 		ib_rx(dev, pkts[i]);
+	ib_resp_flush_acks(dev);
 	work = n;
 
 	n = rte_ring_sc_dequeue_burst(dev->db_ring, (void **)qps,

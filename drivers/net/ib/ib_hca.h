@@ -172,6 +172,8 @@ struct ib_resp {
 	uint32_t msn;
 	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
 	uint8_t nak_seq_sent;
+	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
+	uint32_t ack_psn;
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;
 	uint32_t rwqe_idx;
@@ -243,6 +245,8 @@ struct ib_dev {
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint32_t tx_n;
 	struct ib_qp_list active;
+	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
+	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
 };
@@ -350,6 +354,7 @@ void ib_req_rewind(struct ib_qp *qp, uint32_t psn);
 void ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
 void ib_resp_run(struct ib_qp *qp);
 void ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn);
+void ib_resp_flush_acks(struct ib_dev *dev);
 
 /* ib_comp.c: completer */
 void ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);

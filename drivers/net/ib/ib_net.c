@@ -172,7 +172,7 @@ ib_tx_flush(struct ib_dev *dev)
 	if (dev->tx_n == 0)
 		return;
 	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
-				RTE_MIN(dev->tx_n, UINT16_MAX));
+				(uint16_t)dev->tx_n);
 	dev->cnt[IB_CNT_TX_PKTS] += sent;
 	if (sent < dev->tx_n)
 		memmove(dev->tx_pending, dev->tx_pending + sent,

@@ -58,8 +58,8 @@ struct resp_pkt {
 	uint8_t *payload;
 };
 
-void
-ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+static void
+send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	uint8_t *bth, *pay;
 	struct rte_mbuf *m;
@@ -76,6 +76,49 @@ ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 		ib_count(qp->dev, IB_CNT_RNR_NAK_SENT);
 	else
 		ib_count(qp->dev, IB_CNT_NAK_SENT);
+}
+
+/* Send the ACK a QP holds back, so that what follows stays in order. */
+static void
+ack_flush(struct ib_qp *qp)
+{
+	if (qp->resp.ack_pending) {
+		qp->resp.ack_pending = 0;
+		send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack_psn);
+	}
+}
+
+void
+ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	ack_flush(qp);
+	send_ack(qp, syndrome, psn);
+}
+
+/*
+ * An ACK covers every request up to its PSN (IBA 9.7.5.1.1), so one
+ * per QP per receive burst is enough; the last PSN that asked is answered.
+ */
+static void
+ack_coalesce(struct ib_qp *qp, uint32_t psn)
+{
+	struct ib_dev *dev = qp->dev;
+
+	qp->resp.ack_psn = psn;
+	if (!qp->resp.ack_pending) {
+		qp->resp.ack_pending = 1;
+		dev->ack_qps[dev->nack++] = qp;
+	}
+}
+
+void
+ib_resp_flush_acks(struct ib_dev *dev)
+{
+	uint32_t i;
+
+	for (i = 0; i < dev->nack; i++)
+		ack_flush(dev->ack_qps[i]);
+	dev->nack = 0;
 }
 
 static enum resp_state
@@ -170,7 +213,7 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		len = 8;
 		access = IBV_ACCESS_REMOTE_ATOMIC;
 		if (va & 7)
-			return RESP_ERR_INVALID_REQ;	/* C9-... alignment */
+			return RESP_ERR_INVALID_REQ;	/* IBA 9.4.5: 8-byte aligned */
 	} else {
 		return RESP_EXECUTE;
 	}
@@ -263,6 +306,7 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 		orig = __atomic_fetch_add(addr, swap_add, __ATOMIC_SEQ_CST);
 	}
 	qp->resp.msn++;
+	ack_flush(qp);
 	m = ib_pkt_alloc(qp, IB_RC_ATOMIC_ACKNOWLEDGE, 0, &bth, &pay);
 	if (m == NULL)
 		return RESP_DONE;
@@ -404,8 +448,7 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 			break;
 		case RESP_ACKNOWLEDGE:
 			if (bth_ackreq((struct ib_bth *)bth))
-				ib_send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
-					    p.psn);
+				ack_coalesce(qp, p.psn);
 			return;
 		case RESP_DUPLICATE:
 			resp_duplicate(qp, &p);
@@ -468,6 +511,7 @@ ib_resp_run(struct ib_qp *qp)
 				return;
 			}
 		}
+		ack_flush(qp);
 		m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 		if (m == NULL)
 			return;

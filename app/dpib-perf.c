@@ -1,0 +1,505 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * dpib-perf: perftest-style benchmarks on one dpib device (two RC QPs
+ * looped back through the device's port), each measured beside the raw
+ * DPDK packet path of the same port type in the same run:
+ *
+ *   write_rate  RDMA WRITE message rate        vs raw frames/s of that size
+ *   send_lat    SEND ping-pong, half round trip vs raw one-way frame latency
+ *   write_bw    RDMA WRITE bandwidth            vs raw MTU frames, same bytes
+ *
+ * Each figure is the median of several repetitions.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_ethdev.h>
+#include <rte_mbuf.h>
+
+#include "dpib.h"
+
+#define RAW_PORT	"net_ring_dpib_raw"
+#define RAW_HDR		(14 + 20 + 8 + 12 + 16)	/* Eth IP UDP BTH RETH */
+#define BURST		32
+#define MAX_OUTSTANDING	512
+
+struct opts {
+	uint32_t iters;
+	uint32_t reps;
+	uint32_t rate_size;
+	uint32_t lat_size;
+	uint32_t bw_size;
+	uint32_t outstanding;
+	const char *tests;
+};
+
+struct bench {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	uint8_t *buf;
+	size_t len;
+	struct ibv_mr *mr;
+	uint32_t mtu;
+	/* Raw path. */
+	uint16_t raw_port;
+	struct rte_mempool *raw_pool;
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, uint32_t n)
+{
+	qsort(v, n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void
+die(const char *what, int err)
+{
+	fprintf(stderr, "dpib-perf: %s: %s\n", what, strerror(err));
+	exit(1);
+}
+
+static void
+qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	int err;
+
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS);
+	if (err)
+		die("modify to INIT", err);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_4096;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = 16;
+	a.min_rnr_timer = 1;
+	a.ah_attr.port_num = 1;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (err)
+		die("modify to RTR", err);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 16;
+	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (err)
+		die("modify to RTS", err);
+}
+
+static void
+bench_open(struct bench *b, size_t len)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_port_attr pa;
+	int i;
+
+	if (list == NULL || list[0] == NULL)
+		die("no dpib device", errno ? errno : ENODEV);
+	b->ctx = ibv_open_device(list[0]);
+	ibv_free_device_list(list);
+	if (b->ctx == NULL || ibv_query_port(b->ctx, 1, &pa) != 0)
+		die("open device", errno);
+	b->mtu = 128u << pa.active_mtu;
+	b->pd = ibv_alloc_pd(b->ctx);
+	b->len = len;
+	b->buf = aligned_alloc(4096, len);
+	if (b->pd == NULL || b->buf == NULL)
+		die("alloc", ENOMEM);
+	memset(b->buf, 0x5a, len);
+	b->mr = ibv_reg_mr(b->pd, b->buf, len, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	if (b->mr == NULL)
+		die("reg_mr", errno);
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = MAX_OUTSTANDING,
+				 .max_recv_wr = MAX_OUTSTANDING,
+				 .max_send_sge = 1, .max_recv_sge = 1,
+				 .max_inline_data = 64 },
+		};
+
+		b->cq[i] = ibv_create_cq(b->ctx, 2 * MAX_OUTSTANDING, NULL,
+					 NULL, 0);
+		if (b->cq[i] == NULL)
+			die("create_cq", errno);
+		ia.send_cq = ia.recv_cq = b->cq[i];
+		b->qp[i] = ibv_create_qp(b->pd, &ia);
+		if (b->qp[i] == NULL)
+			die("create_qp", errno);
+	}
+	qp_up(b, b->qp[0], b->qp[1]->qp_num);
+	qp_up(b, b->qp[1], b->qp[0]->qp_num);
+}
+
+static void
+post_write(struct bench *b, uint32_t size, uint64_t off, int signaled)
+{
+	struct ibv_sge sge = { (uintptr_t)b->buf + off, size, b->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
+		.wr.rdma = { (uintptr_t)b->buf + b->len / 2 + off, b->mr->rkey },
+	}, *bad;
+	int err = ibv_post_send(b->qp[0], &wr, &bad);
+
+	if (err)
+		die("post_send", err);
+}
+
+/*
+ * Keep @outstanding WRITEs in flight, one in 16 signaled (as perftest does
+ * with --cq-mod), and return messages per second.
+ */
+static double
+dpib_write(struct bench *b, uint32_t size, uint32_t iters, uint32_t outstanding)
+{
+	const uint32_t mod = 16;
+	uint32_t posted = 0, done = 0;
+	struct ibv_wc wc[16];
+	double t0;
+
+	outstanding = outstanding / mod * mod;
+	t0 = now_s();
+	while (done < iters) {
+		while (posted < iters && posted - done < outstanding) {
+			post_write(b, size, (posted % 64) * (uint64_t)size %
+				   (b->len / 2 - size),
+				   posted % mod == mod - 1 || posted == iters - 1);
+			posted++;
+		}
+		int n = ibv_poll_cq(b->cq[0], 16, wc), i;
+
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("WRITE completion", EIO);
+			done = RTE_MIN(posted, (done / mod + 1) * mod);
+		}
+	}
+	return iters / (now_s() - t0);
+}
+
+static void
+post_recv(struct bench *b, int qpi, uint32_t size)
+{
+	struct ibv_sge sge = { (uintptr_t)b->buf + qpi * 8192, size, b->mr->lkey };
+	struct ibv_recv_wr wr = { .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	if (ibv_post_recv(b->qp[qpi], &wr, &bad) != 0)
+		die("post_recv", EIO);
+}
+
+static void
+post_send(struct bench *b, int qpi, uint32_t size)
+{
+	struct ibv_sge sge = { (uintptr_t)b->buf + 65536 + qpi * 8192, size,
+			       b->mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED |
+			(size <= 64 ? IBV_SEND_INLINE : 0),
+	}, *bad;
+
+	if (ibv_post_send(b->qp[qpi], &wr, &bad) != 0)
+		die("post_send", EIO);
+}
+
+/* Wait for the receive on @qpi, reaping its own send completions too. */
+static void
+wait_recv(struct bench *b, int qpi)
+{
+	struct ibv_wc wc;
+
+	for (;;) {
+		if (ibv_poll_cq(b->cq[qpi], 1, &wc) == 1) {
+			if (wc.status != IBV_WC_SUCCESS)
+				die("SEND completion", EIO);
+			if (wc.opcode == IBV_WC_RECV)
+				return;
+		}
+	}
+}
+
+/* SEND ping-pong between the two QPs; per-iteration half round trips (us). */
+static void
+dpib_send_lat(struct bench *b, uint32_t size, uint32_t iters, double *lat)
+{
+	uint32_t i;
+
+	post_recv(b, 0, size);
+	post_recv(b, 1, size);
+	for (i = 0; i < iters; i++) {
+		uint64_t t0 = rte_rdtsc();
+
+		post_send(b, 0, size);
+		wait_recv(b, 1);
+		post_recv(b, 1, size);
+		post_send(b, 1, size);
+		wait_recv(b, 0);
+		post_recv(b, 0, size);
+		lat[i] = (rte_rdtsc() - t0) * 1e6 / rte_get_tsc_hz() / 2;
+	}
+}
+
+/* The raw path: a second port of the same type, driven directly. */
+static void
+raw_open(struct bench *b)
+{
+	struct rte_eth_conf conf = { 0 };
+	int err;
+
+	err = rte_vdev_init(RAW_PORT, NULL);
+	if (err == 0)
+		err = rte_eth_dev_get_port_by_name(RAW_PORT, &b->raw_port);
+	if (err != 0)
+		die("raw port", -err);
+	b->raw_pool = rte_pktmbuf_pool_create("raw_pool", 4096, 256, 0,
+					      4096 + 256 + RTE_PKTMBUF_HEADROOM,
+					      SOCKET_ID_ANY);
+	if (b->raw_pool == NULL ||
+	    rte_eth_dev_configure(b->raw_port, 1, 1, &conf) != 0 ||
+	    rte_eth_rx_queue_setup(b->raw_port, 0, 1024, SOCKET_ID_ANY, NULL,
+				   b->raw_pool) != 0 ||
+	    rte_eth_tx_queue_setup(b->raw_port, 0, 1024, SOCKET_ID_ANY,
+				   NULL) != 0 ||
+	    rte_eth_dev_start(b->raw_port) != 0)
+		die("raw port setup", EIO);
+}
+
+/* Build one frame: header bytes plus @size payload bytes copied in. */
+static struct rte_mbuf *
+raw_frame(struct bench *b, uint32_t size, const uint8_t *src)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(b->raw_pool);
+	uint8_t *p;
+
+	if (m == NULL)
+		return NULL;
+	p = (uint8_t *)rte_pktmbuf_append(m, RAW_HDR + size + 4);
+	memset(p, 0, RAW_HDR);
+	rte_memcpy(p + RAW_HDR, src, size);
+	return m;
+}
+
+/* Frames per second of @size payload through the port (TX then RX). */
+static double
+raw_rate(struct bench *b, uint32_t size, uint32_t frames)
+{
+	struct rte_mbuf *tx[BURST], *rx[BURST];
+	uint32_t sent = 0, got = 0, i, n;
+	double t0 = now_s();
+
+	while (got < frames) {
+		n = RTE_MIN((uint32_t)BURST, frames - sent);
+		for (i = 0; i < n; i++) {
+			tx[i] = raw_frame(b, size, b->buf + (i * 64) % 4096);
+			if (tx[i] == NULL)
+				break;
+		}
+		n = i;
+		i = rte_eth_tx_burst(b->raw_port, 0, tx, n);
+		sent += i;
+		rte_pktmbuf_free_bulk(tx + i, n - i);
+		n = rte_eth_rx_burst(b->raw_port, 0, rx, BURST);
+		for (i = 0; i < n; i++) {
+			/* The receiver reads what it got, as dpib does. */
+			rte_memcpy(b->buf + b->len / 2,
+				   rte_pktmbuf_mtod_offset(rx[i], uint8_t *,
+							   RAW_HDR), size);
+		}
+		rte_pktmbuf_free_bulk(rx, n);
+		got += n;
+	}
+	return frames / (now_s() - t0);
+}
+
+/* One frame out and back in, per iteration (us). */
+static void
+raw_lat(struct bench *b, uint32_t size, uint32_t iters, double *lat)
+{
+	struct rte_mbuf *m;
+	uint32_t i;
+
+	for (i = 0; i < iters; i++) {
+		uint64_t t0 = rte_rdtsc();
+
+		m = raw_frame(b, size, b->buf);
+		while (rte_eth_tx_burst(b->raw_port, 0, &m, 1) == 0)
+			;
+		while (rte_eth_rx_burst(b->raw_port, 0, &m, 1) == 0)
+			;
+		rte_pktmbuf_free(m);
+		lat[i] = (rte_rdtsc() - t0) * 1e6 / rte_get_tsc_hz();
+	}
+}
+
+static void
+print_header(const char *title, const struct opts *o)
+{
+	printf("\n---------------------------------------------------------------------------------------\n");
+	printf("                    %s\n", title);
+	printf(" Device         : dpib0 (embedded loopback, net_ring port)\n");
+	printf(" Transport type : IB over RoCEv2 (UDP 4791), RC\n");
+	printf(" Repetitions    : %u (medians reported)\n", o->reps);
+	printf("---------------------------------------------------------------------------------------\n");
+}
+
+static void
+run_write_rate(struct bench *b, const struct opts *o, uint32_t size,
+	       const char *title)
+{
+	double d[64], r[64], dm, rm;
+	uint32_t i, pkts = (size + b->mtu - 1) / b->mtu;
+
+	print_header(title, o);
+	for (i = 0; i < o->reps; i++) {
+		d[i] = dpib_write(b, size, o->iters, o->outstanding);
+		r[i] = raw_rate(b, RTE_MIN(size, b->mtu), o->iters * pkts) / pkts;
+	}
+	dm = median(d, o->reps);
+	rm = median(r, o->reps);
+	printf(" #bytes  #iterations  MsgRate[Mpps]  BW average[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw\n");
+	printf(" %-7u %-12u %-14.3f %-19.3f %-15.3f %-15.3f %.2f\n", size,
+	       o->iters, dm / 1e6, dm * size * 8 / 1e9, rm / 1e6,
+	       rm * size * 8 / 1e9, dm / rm);
+}
+
+static void
+run_send_lat(struct bench *b, const struct opts *o)
+{
+	uint32_t n = o->iters / 10 ? o->iters / 10 : 1;
+	double *d = calloc(n, sizeof(double)), *r = calloc(n, sizeof(double));
+	double dmed[64], d99[64], rmed[64], r99[64];
+	uint32_t i;
+
+	if (d == NULL || r == NULL)
+		die("alloc", ENOMEM);
+	print_header("Send Latency Test (half round trip)", o);
+	for (i = 0; i < o->reps; i++) {
+		dpib_send_lat(b, o->lat_size, n, d);
+		raw_lat(b, o->lat_size, n, r);
+		dmed[i] = median(d, n);
+		d99[i] = d[(uint32_t)(n * 0.99)];
+		rmed[i] = median(r, n);
+		r99[i] = r[(uint32_t)(n * 0.99)];
+	}
+	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  dpib/raw\n");
+	printf(" %-7u %-12u %-15.3f %-12.3f %-22.3f %-14.3f %.2f\n",
+	       o->lat_size, n, median(dmed, o->reps), median(d99, o->reps),
+	       median(rmed, o->reps), median(r99, o->reps),
+	       median(dmed, o->reps) / median(rmed, o->reps));
+	free(d);
+	free(r);
+}
+
+static void
+usage(void)
+{
+	printf("usage: dpib-perf [-t TESTS] [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
+	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING]\n"
+	       "  TESTS: comma list of write_rate,send_lat,write_bw (default all)\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	struct opts o = {
+		.iters = 200000, .reps = 5, .rate_size = 64, .lat_size = 8,
+		.bw_size = 65536, .outstanding = 128,
+		.tests = "write_rate,send_lat,write_bw",
+	};
+	struct bench b = { 0 };
+	cpu_set_t set;
+	int c, err;
+
+	while ((c = getopt(argc, argv, "t:n:r:s:b:l:o:h")) != -1) {
+		switch (c) {
+		case 't': o.tests = optarg; break;
+		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
+		case 'r': o.reps = strtoul(optarg, NULL, 0); break;
+		case 's': o.rate_size = strtoul(optarg, NULL, 0); break;
+		case 'b': o.bw_size = strtoul(optarg, NULL, 0); break;
+		case 'l': o.lat_size = strtoul(optarg, NULL, 0); break;
+		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
+		default: usage(); return c == 'h' ? 0 : 1;
+		}
+	}
+	if (o.reps < 1 || o.reps > 64 || o.iters < 10 ||
+	    o.outstanding < 16 || o.outstanding > MAX_OUTSTANDING ||
+	    o.lat_size > 4096 || o.rate_size == 0 || o.rate_size > 1 << 20 ||
+	    o.bw_size == 0 || o.bw_size > 1 << 20) {
+		usage();
+		return 1;
+	}
+	/* Benchmarks poll; the library's default engine back-off would
+	 * measure wake-ups instead.
+	 */
+	setenv("DPIB_ENGINE_MODE", "poll", 0);
+	err = dpib_init();
+	if (err)
+		die("dpib_init", err);
+	/* Keep this thread off the engine's CPU. */
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (rte_lcore_count() > 1)
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	bench_open(&b, 4u << 20);
+	raw_open(&b);
+	printf("dpib-perf: %u iterations x %u repetitions, %u outstanding, "
+	       "TSC %.2f GHz, path MTU %u\n", o.iters, o.reps, o.outstanding,
+	       rte_get_tsc_hz() / 1e9, b.mtu);
+	if (strstr(o.tests, "write_rate"))
+		run_write_rate(&b, &o, o.rate_size, "RDMA_Write Message Rate Test");
+	if (strstr(o.tests, "send_lat"))
+		run_send_lat(&b, &o);
+	if (strstr(o.tests, "write_bw")) {
+		struct opts ob = o;
+
+		ob.iters = RTE_MAX(o.iters / 50, 100u);
+		ob.outstanding = 32;
+		run_write_rate(&b, &ob, o.bw_size, "RDMA_Write BW Test");
+	}
+	printf("\n");
+	return 0;
+}
