@@ -194,7 +194,7 @@ ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *a)
 	a->hw_ver = 1;
 	a->max_qp = IB_MAX_QP - IB_QPN_BASE;
 	a->max_qp_wr = IB_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN |
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_CURR_QP_STATE_MOD;
 	a->max_sge = IB_MAX_SGE;
