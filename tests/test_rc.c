@@ -418,6 +418,40 @@ rnr_then_success(void)
 	verify(2000, "SEND after RNR");
 }
 
+/*
+ * Doorbells across idle periods: one WR at a time with gaps from nothing to
+ * a few milliseconds, so the QP leaves the engine's active list and the
+ * adaptive engine falls asleep between posts. A lost doorbell is a WR that
+ * never completes.
+ */
+static void
+doorbell_after_idle(void)
+{
+	struct ibv_wc wc;
+	uint32_t i, seed = 12345;
+
+	prepare(64, 14);
+	for (i = 0; i < 3000; i++) {
+		double gap;
+
+		seed = seed * 1103515245 + 12345;
+		gap = (seed >> 16) % 4 == 0 ? 0 :
+		      (seed >> 16) % 4 == 1 ? 2e-6 :
+		      (seed >> 16) % 4 == 2 ? 50e-6 : (i % 100 == 0 ? 4e-3 : 0);
+		if (gap > 0) {
+			double t = check_now() + gap;
+
+			while (check_now() < t)
+				;
+		}
+		post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF, 64,
+			      (uintptr_t)P.buf + DST_OFF, 0, i);
+		CHECK(poll_one(P.cq[0], &wc, 5), "WR %u never completed", i);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == i, "WR %u", i);
+	}
+	verify(64, "WRITE after idle");
+}
+
 /* C10-96: no sends before RTS; the WR list is rejected at its head. */
 static void
 post_send_before_rts(void)
@@ -605,6 +639,7 @@ main(void)
 	RUN(inline_send);
 	RUN(atomics);
 	RUN(rnr_then_success);
+	RUN(doorbell_after_idle);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);
 	RUN(unsignaled_completions);

@@ -30,6 +30,7 @@
 #define ENG_SPIN_US	50
 #define ENG_YIELD_US	2000
 #define ENG_NAP_US	200	/* sleep bound while a real port may receive */
+#define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
 
 struct ib_ctl {
 	void (*fn)(void *);
@@ -74,18 +75,41 @@ ib_engine_activate(struct ib_qp *qp)
 }
 
 /*
- * Application side: tell the engine the QP has new work. The flag keeps one
- * doorbell per QP in the ring; the engine clears it before reading the
- * producer index, so a post that races with the clear queues a new one.
+ * Application side: tell the engine the QP has new work. db_armed stays set
+ * while the QP is queued or on the engine's active list, so a busy QP costs
+ * the poster one fence and one shared load. The engine clears the flag only
+ * when it deactivates the QP and then looks at the producer index again;
+ * with a full fence on both sides, either the engine sees the new WQE or the
+ * poster sees the cleared flag and queues a doorbell.
  */
 void
 ib_engine_doorbell(struct ib_qp *qp)
 {
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&qp->db_armed, __ATOMIC_RELAXED))
+		return;
 	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
-		while (rte_ring_mp_enqueue(qp->dev->db_ring, qp) != 0)
-			rte_pause();	/* ring holds one entry per QP */
+		/* The QPN, not the pointer: a QP destroyed while its doorbell
+		 * waits is then simply not found.
+		 */
+		while (rte_ring_mp_enqueue(qp->dev->db_ring,
+					   (void *)(uintptr_t)qp->ibv.qp_num) != 0)
+			rte_pause();	/* the ring holds one entry per QP */
 		engine_wake();
 	}
+}
+
+/* Engine: take the QP off the active list unless work arrived meanwhile. */
+static void
+deactivate(struct ib_dev *dev, struct ib_qp *qp)
+{
+	TAILQ_REMOVE(&dev->active, qp, next);
+	qp->active = 0;
+	qp->idle_passes = 0;
+	__atomic_store_n(&qp->db_armed, 0, __ATOMIC_SEQ_CST);
+	if (ib_qp_busy(qp) &&
+	    __atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0)
+		ib_engine_activate(qp);
 }
 
 static unsigned int
@@ -107,7 +131,8 @@ int
 ib_engine_poll(struct ib_dev *dev)
 {
 	struct rte_mbuf *pkts[IB_RX_BURST];
-	struct ib_qp *qps[IB_RX_BURST], *qp, *tmp;
+	void *qpns[IB_RX_BURST];
+	struct ib_qp *qp, *tmp;
 	unsigned int i, n, work;
 	uint64_t now;
 
@@ -117,11 +142,11 @@ ib_engine_poll(struct ib_dev *dev)
 	ib_resp_flush_acks(dev);
 	work = n;
 
-	n = rte_ring_sc_dequeue_burst(dev->db_ring, (void **)qps,
-				      IB_RX_BURST, NULL);
+	n = rte_ring_sc_dequeue_burst(dev->db_ring, qpns, IB_RX_BURST, NULL);
 	for (i = 0; i < n; i++) {
-		__atomic_store_n(&qps[i]->db_armed, 0, __ATOMIC_SEQ_CST);
-		ib_engine_activate(qps[i]);
+		qp = dev->qp_tbl[(uintptr_t)qpns[i]];
+		if (qp != NULL)
+			ib_engine_activate(qp);
 	}
 	work += n;
 
@@ -134,10 +159,13 @@ ib_engine_poll(struct ib_dev *dev)
 		ib_resp_run(qp);
 		ib_req_run(qp);
 		ib_comp_timer(qp, now);
-		if (!ib_qp_busy(qp)) {
-			TAILQ_REMOVE(&dev->active, qp, next);
-			qp->active = 0;
-		}
+		/* A QP that just went idle stays a little while, so that a
+		 * steady poster does not pay a doorbell per WR.
+		 */
+		if (ib_qp_busy(qp))
+			qp->idle_passes = 0;
+		else if (++qp->idle_passes >= ENG_IDLE_PASSES)
+			deactivate(dev, qp);
 		work++;
 	}
 	ib_tx_flush(dev);

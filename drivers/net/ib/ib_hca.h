@@ -201,7 +201,7 @@ struct ib_qp {
 	rte_spinlock_t rq_lock;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
 	int sq_sig_all;
-	uint32_t db_armed;	/* a doorbell is queued for the engine */
+	uint32_t db_armed;	/* queued or active on the engine */
 
 	/* Attributes as set by ibv_modify_qp, for ibv_query_qp. */
 	struct ibv_qp_attr attr;
@@ -216,6 +216,7 @@ struct ib_qp {
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
 	int active;		/* on the engine's active list */
+	uint32_t idle_passes;	/* engine passes with nothing to do */
 	TAILQ_ENTRY(ib_qp) next;
 };
 
@@ -241,7 +242,7 @@ struct ib_dev {
 	uint32_t next_mr;
 
 	/* Engine side. */
-	struct rte_ring *db_ring;	/* QPs with new work, MP/SC */
+	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint32_t tx_n;
 	struct ib_qp_list active;
@@ -344,7 +345,8 @@ void ib_tx_flush(struct ib_dev *dev);
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		uint8_t hdr[IB_HDR_ROOM]);
-uint32_t ib_icrc(const uint8_t *ip, uint32_t ip_len_total);
+uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
+uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);
