@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,27 +86,57 @@ lcores_arg(char *buf, size_t len)
 }
 
 static void
-remove_runtime_dir(void)
+remove_dir(const char *dir)
 {
 	struct dirent *e;
 	DIR *d;
 
-	if (runtime_dir[0] == '\0')
-		return;
-	d = opendir(runtime_dir);
+	d = opendir(dir);
 	if (d != NULL) {
 		while ((e = readdir(d)) != NULL) {
-			char path[PATH_MAX + 256];
+			char path[2 * PATH_MAX];
 
 			if (e->d_name[0] == '.')
 				continue;
-			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
-				 e->d_name);
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
 			unlink(path);
 		}
 		closedir(d);
 	}
-	rmdir(runtime_dir);
+	rmdir(dir);
+}
+
+/*
+ * A process killed by a signal cannot clean up after itself: remove the
+ * runtime directories of dpib processes that no longer exist.
+ */
+static void
+sweep_stale_runtime_dirs(const char *parent)
+{
+	struct dirent *e;
+	DIR *d = opendir(parent);
+
+	if (d == NULL)
+		return;
+	while ((e = readdir(d)) != NULL) {
+		char path[PATH_MAX + 256];
+		int pid;
+
+		if (sscanf(e->d_name, "dpib_%d", &pid) != 1 || pid <= 0 ||
+		    kill(pid, 0) == 0 || errno != ESRCH)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", parent, e->d_name);
+		remove_dir(path);
+	}
+	closedir(d);
+}
+
+static void
+remove_runtime_dir(void)
+{
+	if (runtime_dir[0] == '\0')
+		return;
+	remove_dir(runtime_dir);
 	/* The parent (/var/run/dpdk or $XDG_RUNTIME_DIR/dpdk) if now empty. */
 	if (strrchr(runtime_dir, '/') != NULL)
 		*strrchr(runtime_dir, '/') = '\0';
@@ -173,6 +204,14 @@ eal_start(void)
 	}
 	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
 		 rte_eal_get_runtime_dir());
+	if (strrchr(runtime_dir, '/') != NULL) {
+		char parent[PATH_MAX];
+
+		snprintf(parent, sizeof(parent), "%.*s",
+			 (int)(strrchr(runtime_dir, '/') - runtime_dir),
+			 runtime_dir);
+		sweep_stale_runtime_dirs(parent);
+	}
 	init_pid = getpid();
 	atexit(dpib_exit);
 	return 0;

@@ -110,7 +110,7 @@ set_acked(struct ib_qp *qp, uint32_t psn)
 		qp->comp.acked_psn = psn;
 }
 
-/* IBA table 45: RNR NAK timer field to microseconds x 100. */
+/* IBA table 45: the RNR NAK timer field in units of 10 microseconds. */
 static const uint32_t rnr_timer_10us[32] = {
 	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192, 256,
 	384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384,

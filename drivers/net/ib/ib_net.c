@@ -50,18 +50,23 @@ ib_icrc(const uint8_t *ip, uint32_t len)
  * set to ones, hashed from the CRC state after the 8 bytes of ones, and put
  * back. For packets the engine owns (being built or just received).
  */
-uint32_t
-ib_icrc_inplace(uint8_t *ip, uint32_t len)
+static uint32_t ones_crc;	/* CRC state after the 8 bytes of ones */
+
+RTE_INIT(ib_icrc_init)
 {
 	static const uint8_t ones[8] = { 0xff, 0xff, 0xff, 0xff,
 					 0xff, 0xff, 0xff, 0xff };
-	static uint32_t ones_crc;
+
+	ones_crc = crc32_gzip_refl(0, ones, sizeof(ones));
+}
+
+uint32_t
+ib_icrc_inplace(uint8_t *ip, uint32_t len)
+{
 	uint8_t tos = ip[1], ttl = ip[8], b4 = ip[IP_LEN + UDP_LEN + 4];
 	uint16_t csum, ucsum;
 	uint32_t crc;
 
-	if (unlikely(ones_crc == 0))
-		ones_crc = crc32_gzip_refl(0, ones, sizeof(ones));
 	memcpy(&csum, ip + 10, 2);
 	memcpy(&ucsum, ip + IP_LEN + 6, 2);
 	ip[1] = ip[8] = ip[10] = ip[11] = 0xff;

@@ -12,6 +12,8 @@ ib_queue_init(struct ib_queue *q, uint32_t min_entries, uint32_t stride,
 {
 	uint32_t size = rte_align32pow2(RTE_MAX(min_entries, 1u));
 
+	if (size == 0 || stride == 0)
+		return -EINVAL;
 	q->buf = rte_zmalloc_socket("ib_queue", (size_t)size * stride,
 				    RTE_CACHE_LINE_SIZE, socket);
 	if (q->buf == NULL)
