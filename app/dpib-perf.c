@@ -28,7 +28,7 @@
 
 #include "dpib.h"
 
-#define RAW_PORT	"net_ring_dpib_raw"
+#define RAW_PORT	"net_ring_raw"	/* short: the PMD names its rings after it */
 #define RAW_HDR		(14 + 20 + 8 + 12 + 16)	/* Eth IP UDP BTH RETH */
 #define BURST		32
 #define MAX_OUTSTANDING	512
@@ -40,7 +40,6 @@ struct opts {
 	uint32_t lat_size;
 	uint32_t bw_size;
 	uint32_t outstanding;
-	const char *tests;
 };
 
 struct bench {
@@ -53,7 +52,7 @@ struct bench {
 	struct ibv_mr *mr;
 	uint32_t mtu;
 	/* Raw path. */
-	uint16_t raw_port;
+	uint16_t raw_a, raw_b;
 	struct rte_mempool *raw_pool;
 };
 
@@ -127,12 +126,12 @@ qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
 		die("modify to RTS", err);
 }
 
+/* Device, PD and MR; no QP yet, so no engine. */
 static void
-bench_open(struct bench *b, size_t len)
+bench_open(struct bench *b)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_port_attr pa;
-	int i;
 
 	if (list == NULL || list[0] == NULL)
 		die("no dpib device", errno ? errno : ENODEV);
@@ -142,15 +141,20 @@ bench_open(struct bench *b, size_t len)
 		die("open device", errno);
 	b->mtu = 128u << pa.active_mtu;
 	b->pd = ibv_alloc_pd(b->ctx);
-	b->len = len;
-	b->buf = aligned_alloc(4096, len);
-	if (b->pd == NULL || b->buf == NULL)
-		die("alloc", ENOMEM);
-	memset(b->buf, 0x5a, len);
-	b->mr = ibv_reg_mr(b->pd, b->buf, len, IBV_ACCESS_LOCAL_WRITE |
+	if (b->pd == NULL)
+		die("alloc_pd", ENOMEM);
+	b->mr = ibv_reg_mr(b->pd, b->buf, b->len, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
 	if (b->mr == NULL)
 		die("reg_mr", errno);
+}
+
+/* The QPs, whose creation starts the engine lcore. */
+static void
+bench_qps(struct bench *b)
+{
+	int i;
+
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_init_attr ia = {
 			.qp_type = IBV_QPT_RC,
@@ -282,29 +286,77 @@ dpib_send_lat(struct bench *b, uint32_t size, uint32_t iters, double *lat)
 	}
 }
 
-/* The raw path: a second port of the same type, driven directly. */
+/*
+ * The raw path, in dpib's topology: this thread and a worker on the engine
+ * lcore, joined by two ports of the same type (A: here -> worker, B: back).
+ * The worker copies each payload out, as the responder does.
+ */
+enum raw_mode { RAW_SINK, RAW_ECHO, RAW_STOP };
+
+struct raw_worker {
+	struct bench *b;
+	uint32_t size;
+	volatile int mode;
+	volatile uint64_t received;
+};
+
+static uint16_t
+raw_port_open(struct bench *b, const char *name)
+{
+	struct rte_eth_conf conf = { 0 };
+	uint16_t port;
+	int err;
+
+	err = rte_vdev_init(name, NULL);
+	if (err == 0)
+		err = rte_eth_dev_get_port_by_name(name, &port);
+	if (err != 0)
+		die("raw port", -err);
+	if (rte_eth_dev_configure(port, 1, 1, &conf) != 0 ||
+	    rte_eth_rx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL,
+				   b->raw_pool) != 0 ||
+	    rte_eth_tx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL) != 0 ||
+	    rte_eth_dev_start(port) != 0)
+		die("raw port setup", EIO);
+	return port;
+}
+
 static void
 raw_open(struct bench *b)
 {
-	struct rte_eth_conf conf = { 0 };
-	int err;
-
-	err = rte_vdev_init(RAW_PORT, NULL);
-	if (err == 0)
-		err = rte_eth_dev_get_port_by_name(RAW_PORT, &b->raw_port);
-	if (err != 0)
-		die("raw port", -err);
-	b->raw_pool = rte_pktmbuf_pool_create("raw_pool", 4096, 256, 0,
+	b->raw_pool = rte_pktmbuf_pool_create("raw_pool", 8192, 256, 0,
 					      4096 + 256 + RTE_PKTMBUF_HEADROOM,
 					      SOCKET_ID_ANY);
-	if (b->raw_pool == NULL ||
-	    rte_eth_dev_configure(b->raw_port, 1, 1, &conf) != 0 ||
-	    rte_eth_rx_queue_setup(b->raw_port, 0, 1024, SOCKET_ID_ANY, NULL,
-				   b->raw_pool) != 0 ||
-	    rte_eth_tx_queue_setup(b->raw_port, 0, 1024, SOCKET_ID_ANY,
-				   NULL) != 0 ||
-	    rte_eth_dev_start(b->raw_port) != 0)
-		die("raw port setup", EIO);
+	if (b->raw_pool == NULL)
+		die("raw pool", ENOMEM);
+	b->raw_a = raw_port_open(b, RAW_PORT "_a");
+	b->raw_b = raw_port_open(b, RAW_PORT "_b");
+}
+
+static int
+raw_worker_main(void *arg)
+{
+	struct raw_worker *w = arg;
+	struct bench *b = w->b;
+	struct rte_mbuf *rx[BURST];
+	uint16_t n, i, sent;
+
+	while (w->mode != RAW_STOP) {
+		n = rte_eth_rx_burst(b->raw_a, 0, rx, BURST);
+		for (i = 0; i < n; i++)
+			rte_memcpy(b->buf + b->len / 2,
+				   rte_pktmbuf_mtod_offset(rx[i], uint8_t *,
+							   RAW_HDR), w->size);
+		if (w->mode == RAW_ECHO) {
+			for (sent = 0; sent < n; )
+				sent += rte_eth_tx_burst(b->raw_b, 0, rx + sent,
+							 n - sent);
+		} else {
+			rte_pktmbuf_free_bulk(rx, n);
+		}
+		w->received += n;
+	}
+	return 0;
 }
 
 /* Build one frame: header bytes plus @size payload bytes copied in. */
@@ -322,15 +374,17 @@ raw_frame(struct bench *b, uint32_t size, const uint8_t *src)
 	return m;
 }
 
-/* Frames per second of @size payload through the port (TX then RX). */
+/* Frames per second of @size payload from here to the worker. */
 static double
-raw_rate(struct bench *b, uint32_t size, uint32_t frames)
+raw_rate(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t frames)
 {
-	struct rte_mbuf *tx[BURST], *rx[BURST];
-	uint32_t sent = 0, got = 0, i, n;
+	struct rte_mbuf *tx[BURST];
+	uint64_t base = w->received;
+	uint32_t sent = 0, i, n;
 	double t0 = now_s();
 
-	while (got < frames) {
+	w->size = size;
+	while (sent < frames) {
 		n = RTE_MIN((uint32_t)BURST, frames - sent);
 		for (i = 0; i < n; i++) {
 			tx[i] = raw_frame(b, size, b->buf + (i * 64) % 4096);
@@ -338,41 +392,42 @@ raw_rate(struct bench *b, uint32_t size, uint32_t frames)
 				break;
 		}
 		n = i;
-		i = rte_eth_tx_burst(b->raw_port, 0, tx, n);
+		i = rte_eth_tx_burst(b->raw_a, 0, tx, n);
 		sent += i;
 		rte_pktmbuf_free_bulk(tx + i, n - i);
-		n = rte_eth_rx_burst(b->raw_port, 0, rx, BURST);
-		for (i = 0; i < n; i++) {
-			/* The receiver reads what it got, as dpib does. */
-			rte_memcpy(b->buf + b->len / 2,
-				   rte_pktmbuf_mtod_offset(rx[i], uint8_t *,
-							   RAW_HDR), size);
-		}
-		rte_pktmbuf_free_bulk(rx, n);
-		got += n;
 	}
+	while (w->received - base < frames)
+		rte_pause();
 	return frames / (now_s() - t0);
 }
 
-/* One frame out and back in, per iteration (us). */
+/* One frame to the worker and back, per iteration: half of it (us). */
 static void
-raw_lat(struct bench *b, uint32_t size, uint32_t iters, double *lat)
+raw_lat(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t iters,
+	double *lat)
 {
 	struct rte_mbuf *m;
 	uint32_t i;
 
+	w->size = size;
 	for (i = 0; i < iters; i++) {
 		uint64_t t0 = rte_rdtsc();
 
 		m = raw_frame(b, size, b->buf);
-		while (rte_eth_tx_burst(b->raw_port, 0, &m, 1) == 0)
+		while (rte_eth_tx_burst(b->raw_a, 0, &m, 1) == 0)
 			;
-		while (rte_eth_rx_burst(b->raw_port, 0, &m, 1) == 0)
+		while (rte_eth_rx_burst(b->raw_b, 0, &m, 1) == 0)
 			;
 		rte_pktmbuf_free(m);
-		lat[i] = (rte_rdtsc() - t0) * 1e6 / rte_get_tsc_hz();
+		lat[i] = (rte_rdtsc() - t0) * 1e6 / rte_get_tsc_hz() / 2;
 	}
 }
+
+struct results {
+	double rate, raw_rate;			/* messages/s */
+	double lat, lat99, raw_lat, raw_lat99;	/* us */
+	double bw, raw_bw;			/* messages/s */
+};
 
 static void
 print_header(const char *title, const struct opts *o)
@@ -382,63 +437,101 @@ print_header(const char *title, const struct opts *o)
 	printf(" Device         : dpib0 (embedded loopback, net_ring port)\n");
 	printf(" Transport type : IB over RoCEv2 (UDP 4791), RC\n");
 	printf(" Repetitions    : %u (medians reported)\n", o->reps);
+	printf(" Raw DPDK path  : net_ring ports, this thread -> worker on the engine lcore\n");
 	printf("---------------------------------------------------------------------------------------\n");
 }
 
 static void
-run_write_rate(struct bench *b, const struct opts *o, uint32_t size,
-	       const char *title)
+print_rate(const char *title, const struct opts *o, uint32_t size,
+	   uint32_t iters, double d, double r)
 {
-	double d[64], r[64], dm, rm;
-	uint32_t i, pkts = (size + b->mtu - 1) / b->mtu;
-
 	print_header(title, o);
-	for (i = 0; i < o->reps; i++) {
-		d[i] = dpib_write(b, size, o->iters, o->outstanding);
-		r[i] = raw_rate(b, RTE_MIN(size, b->mtu), o->iters * pkts) / pkts;
-	}
-	dm = median(d, o->reps);
-	rm = median(r, o->reps);
 	printf(" #bytes  #iterations  MsgRate[Mpps]  BW average[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw\n");
-	printf(" %-7u %-12u %-14.3f %-19.3f %-15.3f %-15.3f %.2f\n", size,
-	       o->iters, dm / 1e6, dm * size * 8 / 1e9, rm / 1e6,
-	       rm * size * 8 / 1e9, dm / rm);
+	printf(" %-7u %-12u %-14.3f %-19.3f %-15.3f %-15.3f %.2f\n", size, iters,
+	       d / 1e6, d * size * 8 / 1e9, r / 1e6, r * size * 8 / 1e9, d / r);
 }
 
 static void
-run_send_lat(struct bench *b, const struct opts *o)
+print_lat(const struct opts *o, uint32_t iters, const struct results *res)
 {
-	uint32_t n = o->iters / 10 ? o->iters / 10 : 1;
-	double *d = calloc(n, sizeof(double)), *r = calloc(n, sizeof(double));
-	double dmed[64], d99[64], rmed[64], r99[64];
+	print_header("Send Latency Test (half round trip)", o);
+	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  dpib/raw\n");
+	printf(" %-7u %-12u %-15.3f %-12.3f %-22.3f %-14.3f %.2f\n", o->lat_size,
+	       iters, res->lat, res->lat99, res->raw_lat, res->raw_lat99,
+	       res->lat / res->raw_lat);
+}
+
+/* Median and 99th percentile of @n samples (sorts them). */
+static void
+lat_stats(double *v, uint32_t n, double *med, double *p99)
+{
+	*med = median(v, n);
+	*p99 = v[(uint32_t)(n * 0.99)];
+}
+
+/* Phase 1: the raw path, with the worker where the engine will run. */
+static void
+measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
+	    uint32_t lat_iters, struct results *res)
+{
+	struct raw_worker w = { .b = b, .mode = RAW_SINK };
+	unsigned int lcore = rte_get_next_lcore(-1, 1, 0);
+	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
+	uint32_t i, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
+
+	if (lat == NULL || lcore >= RTE_MAX_LCORE ||
+	    rte_eal_remote_launch(raw_worker_main, &w, lcore) != 0)
+		die("raw worker", EBUSY);
+	for (i = 0; i < o->reps; i++)
+		v[i] = raw_rate(b, &w, o->rate_size, o->iters);
+	res->raw_rate = median(v, o->reps);
+	for (i = 0; i < o->reps; i++)
+		v[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
+				bw_iters * pkts) / pkts;
+	res->raw_bw = median(v, o->reps);
+	w.mode = RAW_ECHO;
+	for (i = 0; i < o->reps; i++) {
+		raw_lat(b, &w, o->lat_size, lat_iters, lat);
+		lat_stats(lat, lat_iters, &m[i], &p[i]);
+	}
+	res->raw_lat = median(m, o->reps);
+	res->raw_lat99 = median(p, o->reps);
+	w.mode = RAW_STOP;
+	rte_eal_wait_lcore(lcore);
+	free(lat);
+}
+
+/* Phase 2: dpib, its engine on that same lcore. */
+static void
+measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
+	     uint32_t lat_iters, struct results *res)
+{
+	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
 	uint32_t i;
 
-	if (d == NULL || r == NULL)
+	if (lat == NULL)
 		die("alloc", ENOMEM);
-	print_header("Send Latency Test (half round trip)", o);
+	bench_qps(b);
+	for (i = 0; i < o->reps; i++)
+		v[i] = dpib_write(b, o->rate_size, o->iters, o->outstanding);
+	res->rate = median(v, o->reps);
+	for (i = 0; i < o->reps; i++)
+		v[i] = dpib_write(b, o->bw_size, bw_iters, 32);
+	res->bw = median(v, o->reps);
 	for (i = 0; i < o->reps; i++) {
-		dpib_send_lat(b, o->lat_size, n, d);
-		raw_lat(b, o->lat_size, n, r);
-		dmed[i] = median(d, n);
-		d99[i] = d[(uint32_t)(n * 0.99)];
-		rmed[i] = median(r, n);
-		r99[i] = r[(uint32_t)(n * 0.99)];
+		dpib_send_lat(b, o->lat_size, lat_iters, lat);
+		lat_stats(lat, lat_iters, &m[i], &p[i]);
 	}
-	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  dpib/raw\n");
-	printf(" %-7u %-12u %-15.3f %-12.3f %-22.3f %-14.3f %.2f\n",
-	       o->lat_size, n, median(dmed, o->reps), median(d99, o->reps),
-	       median(rmed, o->reps), median(r99, o->reps),
-	       median(dmed, o->reps) / median(rmed, o->reps));
-	free(d);
-	free(r);
+	res->lat = median(m, o->reps);
+	res->lat99 = median(p, o->reps);
+	free(lat);
 }
 
 static void
 usage(void)
 {
-	printf("usage: dpib-perf [-t TESTS] [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
-	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING]\n"
-	       "  TESTS: comma list of write_rate,send_lat,write_bw (default all)\n");
+	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
+	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING]\n");
 }
 
 int
@@ -447,15 +540,15 @@ main(int argc, char **argv)
 	struct opts o = {
 		.iters = 200000, .reps = 5, .rate_size = 64, .lat_size = 8,
 		.bw_size = 65536, .outstanding = 128,
-		.tests = "write_rate,send_lat,write_bw",
 	};
 	struct bench b = { 0 };
+	struct results res;
+	uint32_t bw_iters, lat_iters;
 	cpu_set_t set;
 	int c, err;
 
-	while ((c = getopt(argc, argv, "t:n:r:s:b:l:o:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:s:b:l:o:h")) != -1) {
 		switch (c) {
-		case 't': o.tests = optarg; break;
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
 		case 'r': o.reps = strtoul(optarg, NULL, 0); break;
 		case 's': o.rate_size = strtoul(optarg, NULL, 0); break;
@@ -465,13 +558,16 @@ main(int argc, char **argv)
 		default: usage(); return c == 'h' ? 0 : 1;
 		}
 	}
-	if (o.reps < 1 || o.reps > 64 || o.iters < 10 ||
+	if (o.reps < 1 || o.reps > 64 || o.iters < 160 ||
 	    o.outstanding < 16 || o.outstanding > MAX_OUTSTANDING ||
-	    o.lat_size > 4096 || o.rate_size == 0 || o.rate_size > 1 << 20 ||
+	    o.lat_size > 4096 || o.rate_size == 0 || o.rate_size > 4096 ||
 	    o.bw_size == 0 || o.bw_size > 1 << 20) {
 		usage();
 		return 1;
 	}
+	o.iters = o.iters / 16 * 16;
+	bw_iters = RTE_MAX(o.iters / 50 / 16 * 16, 160u);
+	lat_iters = RTE_MAX(o.iters / 10, 100u);
 	/* Benchmarks poll; the library's default engine back-off would
 	 * measure wake-ups instead.
 	 */
@@ -479,27 +575,29 @@ main(int argc, char **argv)
 	err = dpib_init();
 	if (err)
 		die("dpib_init", err);
+	if (rte_lcore_count() < 2)
+		die("dpib-perf needs the engine lcore", EINVAL);
 	/* Keep this thread off the engine's CPU. */
 	CPU_ZERO(&set);
 	CPU_SET(0, &set);
-	if (rte_lcore_count() > 1)
-		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
-	bench_open(&b, 4u << 20);
+	pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	b.len = 4u << 20;
+	b.buf = aligned_alloc(4096, b.len);
+	if (b.buf == NULL)
+		die("alloc", ENOMEM);
+	memset(b.buf, 0x5a, b.len);
+	bench_open(&b);
 	raw_open(&b);
 	printf("dpib-perf: %u iterations x %u repetitions, %u outstanding, "
-	       "TSC %.2f GHz, path MTU %u\n", o.iters, o.reps, o.outstanding,
-	       rte_get_tsc_hz() / 1e9, b.mtu);
-	if (strstr(o.tests, "write_rate"))
-		run_write_rate(&b, &o, o.rate_size, "RDMA_Write Message Rate Test");
-	if (strstr(o.tests, "send_lat"))
-		run_send_lat(&b, &o);
-	if (strstr(o.tests, "write_bw")) {
-		struct opts ob = o;
-
-		ob.iters = RTE_MAX(o.iters / 50, 100u);
-		ob.outstanding = 32;
-		run_write_rate(&b, &ob, o.bw_size, "RDMA_Write BW Test");
-	}
+	       "path MTU %u, TSC %.2f GHz\n", o.iters, o.reps, o.outstanding,
+	       b.mtu, rte_get_tsc_hz() / 1e9);
+	measure_raw(&b, &o, bw_iters, lat_iters, &res);
+	measure_dpib(&b, &o, bw_iters, lat_iters, &res);
+	print_rate("RDMA_Write Message Rate Test", &o, o.rate_size, o.iters,
+		   res.rate, res.raw_rate);
+	print_lat(&o, lat_iters, &res);
+	print_rate("RDMA_Write BW Test", &o, o.bw_size, bw_iters, res.bw,
+		   res.raw_bw);
 	printf("\n");
 	return 0;
 }
