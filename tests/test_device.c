@@ -288,21 +288,20 @@ busy_objects(void)
 	CHECK(ibv_dealloc_pd(P.pd) == EBUSY, "PD in use freed");
 }
 
+/* QP types dpib does not offer fail honestly. */
 static void
 unsupported_types_say_so(void)
 {
 	struct ibv_qp_init_attr ia = {
-		.send_cq = P.cq[0], .recv_cq = P.cq[0], .qp_type = IBV_QPT_UD,
+		.send_cq = P.cq[0], .recv_cq = P.cq[0],
+		.qp_type = IBV_QPT_RAW_PACKET,
 		.cap = { .max_send_wr = 1, .max_recv_wr = 1, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
 
 	errno = 0;
 	CHECK(ibv_create_qp(P.pd, &ia) == NULL && errno == EOPNOTSUPP,
-	      "UD QP: errno %d", errno);
-	errno = 0;
-	CHECK(ibv_create_comp_channel(P.ctx) == NULL && errno == EOPNOTSUPP,
-	      "completion channel: errno %d", errno);
+	      "raw packet QP: errno %d", errno);
 }
 
 int

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/eventfd.h>
 
 #include "verbs_priv.h"
 
@@ -99,18 +98,20 @@ ibv_open_device(struct ibv_device *device)
 	ctx->device = device;
 	ctx->cmd_fd = -1;
 	/* Asynchronous events arrive through this descriptor. */
-	ctx->async_fd = eventfd(0, EFD_CLOEXEC);
-	if (ctx->async_fd < 0) {
+	if (ib_evq_init(&c->async, 1024, sizeof(struct ibv_async_event)) != 0) {
 		free(c);
+		errno = ENOMEM;
 		return NULL;
 	}
+	ctx->async_fd = c->async.efd;
 	ctx->num_comp_vectors = 1;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->mutex, NULL);
 	ctx->ops.post_send = ib_post_send;
 	ctx->ops.post_recv = ib_post_recv;
 	ctx->ops.poll_cq = ib_cq_poll;
-	ctx->ops.req_notify_cq = dpib_req_notify_cq;
+	ctx->ops.req_notify_cq = ib_cq_req_notify;
+	ctx->ops.post_srq_recv = ib_post_srq_recv;
 	return ctx;
 }
 
@@ -119,7 +120,7 @@ ibv_close_device(struct ibv_context *ctx)
 {
 	struct dpib_context *c = to_dctx(ctx);
 
-	close(ctx->async_fd);
+	ib_evq_fini(&c->async);
 	pthread_mutex_destroy(&ctx->mutex);
 	free(c);
 	return 0;

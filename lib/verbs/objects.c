@@ -93,29 +93,6 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 	return 0;
 }
 
-struct ibv_comp_channel *
-ibv_create_comp_channel(struct ibv_context *ctx)
-{
-	(void)ctx;
-	errno = EOPNOTSUPP;	/* completion events: not built yet */
-	return NULL;
-}
-
-int
-ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
-{
-	(void)channel;
-	return EOPNOTSUPP;
-}
-
-int
-dpib_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	(void)cq;
-	(void)solicited_only;
-	return EOPNOTSUPP;
-}
-
 struct ibv_cq *
 ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	      struct ibv_comp_channel *channel, int comp_vector)
@@ -127,10 +104,6 @@ ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 		errno = EINVAL;
 		return NULL;
 	}
-	if (channel != NULL) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
 	err = ib_cq_create(ctx_hw(ctx), cqe, &cq);
 	if (err) {
 		errno = err;
@@ -138,6 +111,12 @@ ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	}
 	cq->ibv.context = ctx;
 	cq->ibv.channel = channel;
+	cq->async = &to_dctx(ctx)->async;
+	if (channel != NULL) {
+		cq->channel = &container_of(channel, struct dpib_channel,
+					    ibv)->evq;
+		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
+	}
 	cq->ibv.cq_context = cq_context;
 	pthread_mutex_init(&cq->ibv.mutex, NULL);
 	pthread_cond_init(&cq->ibv.cond, NULL);
@@ -148,12 +127,25 @@ int
 ibv_destroy_cq(struct ibv_cq *ibcq)
 {
 	struct ib_cq *cq = to_cq(ibcq);
+	struct ibv_comp_channel *channel = ibcq->channel;
 
 	if (__atomic_load_n(&cq->refcnt, __ATOMIC_RELAXED) != 0)
 		return EBUSY;
+	/* No new event once disarmed and the engine has passed by. */
+	__atomic_store_n(&cq->armed, IB_CQ_DISARMED, __ATOMIC_RELEASE);
+	ib_engine_quiesce(cq->dev);
+	dpib_cq_events_forget(cq);
+	if (channel != NULL)
+		__atomic_fetch_sub(&channel->refcnt, 1, __ATOMIC_RELAXED);
 	pthread_mutex_destroy(&ibcq->mutex);
 	pthread_cond_destroy(&ibcq->cond);
 	return ib_cq_destroy(cq);
+}
+
+int
+ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return ib_cq_resize(to_cq(cq), cqe);
 }
 
 struct ibv_qp *
@@ -181,8 +173,11 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 	qp->ibv.srq = init->srq;
 	qp->ibv.state = IBV_QPS_RESET;
 	qp->ibv.qp_type = init->qp_type;
+	qp->async = &to_dctx(pd->context)->async;
 	pthread_mutex_init(&qp->ibv.mutex, NULL);
 	pthread_cond_init(&qp->ibv.cond, NULL);
+	if (init->srq != NULL)
+		ref_get(&to_srq(init->srq)->refcnt);
 	ref_get(&to_pd(pd)->refcnt);
 	ref_get(&to_cq(init->send_cq)->refcnt);
 	ref_get(&to_cq(init->recv_cq)->refcnt);
@@ -207,36 +202,147 @@ ibv_destroy_qp(struct ibv_qp *ibqp)
 {
 	struct ib_cq *scq = to_cq(ibqp->send_cq), *rcq = to_cq(ibqp->recv_cq);
 	struct ib_pd *pd = to_pd(ibqp->pd);
+	struct ib_qp *qp = to_qp(ibqp);
 	int err;
 
-	pthread_mutex_destroy(&ibqp->mutex);
-	pthread_cond_destroy(&ibqp->cond);
-	err = ib_qp_destroy(to_qp(ibqp));
+	err = ib_qp_unpublish(qp);
 	if (err)
 		return err;
+	dpib_events_forget(ibqp->context, ibqp, &ibqp->mutex, &ibqp->cond,
+			   &ibqp->events_completed, &qp->events_reported);
+	if (ibqp->srq != NULL)
+		ref_put(&to_srq(ibqp->srq)->refcnt);
+	pthread_mutex_destroy(&ibqp->mutex);
+	pthread_cond_destroy(&ibqp->cond);
+	ib_qp_free(qp);
 	ref_put(&scq->refcnt);
 	ref_put(&rcq->refcnt);
 	ref_put(&pd->refcnt);
 	return 0;
 }
 
-int
-ibv_get_async_event(struct ibv_context *ctx, struct ibv_async_event *event)
+struct ibv_srq *
+ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
-	uint64_t v;
+	struct ib_srq *srq;
+	int err;
 
-	(void)event;
-	/* No asynchronous event source exists yet: block (or EAGAIN on a
-	 * non-blocking descriptor) exactly as with an idle device.
-	 */
-	if (read(ctx->async_fd, &v, sizeof(v)) != sizeof(v))
-		return -1;
-	errno = EIO;
-	return -1;
+	err = ib_srq_create(ctx_hw(pd->context), init, &srq);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	srq->ibv.context = pd->context;
+	srq->ibv.srq_context = init->srq_context;
+	srq->ibv.pd = pd;
+	srq->async = &to_dctx(pd->context)->async;
+	pthread_mutex_init(&srq->ibv.mutex, NULL);
+	pthread_cond_init(&srq->ibv.cond, NULL);
+	ref_get(&to_pd(pd)->refcnt);
+	return &srq->ibv;
 }
 
-void
-ibv_ack_async_event(struct ibv_async_event *event)
+int
+ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-	(void)event;
+	return ib_srq_modify(to_srq(srq), attr, mask);
+}
+
+int
+ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
+{
+	return ib_srq_query(to_srq(srq), attr);
+}
+
+int
+ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+	struct ib_srq *srq = to_srq(ibsrq);
+	struct ib_pd *pd = to_pd(ibsrq->pd);
+	int err;
+
+	if (__atomic_load_n(&srq->refcnt, __ATOMIC_RELAXED) != 0)
+		return EBUSY;
+	ib_engine_quiesce(srq->dev);
+	dpib_events_forget(ibsrq->context, ibsrq, &ibsrq->mutex, &ibsrq->cond,
+			   &ibsrq->events_completed, &srq->events_reported);
+	err = ib_srq_destroy(srq);
+	if (err)
+		return err;
+	pthread_mutex_destroy(&ibsrq->mutex);
+	pthread_cond_destroy(&ibsrq->cond);
+	ref_put(&pd->refcnt);
+	return 0;
+}
+
+struct ibv_ah *
+ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+	struct ib_ah *ah;
+	int err;
+
+	err = ib_ah_create(ctx_hw(pd->context), attr, &ah);
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	ah->ibv.context = pd->context;
+	ah->ibv.pd = pd;
+	ref_get(&to_pd(pd)->refcnt);
+	return &ah->ibv;
+}
+
+int
+ibv_destroy_ah(struct ibv_ah *ibah)
+{
+	ref_put(&to_pd(ibah->pd)->refcnt);
+	rte_free(to_ah(ibah));
+	return 0;
+}
+
+/*
+ * The address of the sender of a UD receive: for RoCEv2 over IPv4 the GRH
+ * area holds the IPv4 header in its last 20 bytes (version nibble 4);
+ * otherwise it is an IPv6 GRH.
+ */
+int
+ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
+		    struct ibv_wc *wc, struct ibv_grh *grh,
+		    struct ibv_ah_attr *ah_attr)
+{
+	const uint8_t *raw = (const uint8_t *)grh;
+
+	(void)ctx;
+	memset(ah_attr, 0, sizeof(*ah_attr));
+	ah_attr->port_num = port_num;
+	ah_attr->sl = wc->sl;
+	if (!(wc->wc_flags & IBV_WC_GRH))
+		return 0;
+	ah_attr->is_global = 1;
+	ah_attr->grh.hop_limit = 64;
+	ah_attr->grh.sgid_index = 0;
+	if ((raw[20] >> 4) == 4) {
+		uint8_t *dgid = ah_attr->grh.dgid.raw;
+
+		dgid[10] = dgid[11] = 0xff;
+		memcpy(dgid + 12, raw + 20 + 12, 4);	/* its source */
+		return 0;
+	}
+	ah_attr->grh.dgid = grh->sgid;
+	ah_attr->grh.flow_label = rte_be_to_cpu_32(grh->version_tclass_flow) &
+				  0xfffff;
+	ah_attr->grh.traffic_class = (rte_be_to_cpu_32(grh->version_tclass_flow)
+				      >> 20) & 0xff;
+	return 0;
+}
+
+struct ibv_ah *
+ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
+		      struct ibv_grh *grh, uint8_t port_num)
+{
+	struct ibv_ah_attr attr;
+
+	if (ibv_init_ah_from_wc(pd->context, port_num, wc, grh, &attr) != 0)
+		return NULL;
+	return ibv_create_ah(pd, &attr);
 }

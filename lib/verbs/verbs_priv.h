@@ -30,6 +30,12 @@ struct dpib_device {
 struct dpib_context {
 	struct verbs_context vctx;	/* ends with struct ibv_context */
 	struct dpib_device *dev;
+	struct ib_evq async;		/* its fd is the context's async_fd */
+};
+
+struct dpib_channel {
+	struct ibv_comp_channel ibv;
+	struct ib_evq evq;
 };
 
 static inline struct dpib_context *
@@ -48,8 +54,11 @@ ctx_hw(struct ibv_context *ctx)
 /* config.c */
 int dpib_config_load(struct dpib_config *cfg);
 
-/* objects.c */
-int dpib_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+/* events.c */
+void dpib_events_forget(struct ibv_context *ctx, void *ibv_obj,
+			pthread_mutex_t *mutex, pthread_cond_t *cond,
+			const uint32_t *completed, const uint32_t *reported);
+void dpib_cq_events_forget(struct ib_cq *cq);
 
 /* eal.c */
 int dpib_global_init(void);

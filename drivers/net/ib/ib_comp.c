@@ -55,7 +55,7 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 			.qp_num = qp->ibv.qp_num,
 		};
 
-		ib_cq_push(qp->scq, &wc);
+		ib_cq_push(qp->scq, &wc, 0);
 	}
 	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic)
 		qp->req.rd_atomic--;
@@ -70,12 +70,18 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 }
 
-/* C10-91: the failing WQE completes with @status, the rest flush. */
+/*
+ * C10-91: the failing WQE completes with @status, the rest flush; an RC QP
+ * goes to Error, UC and UD only their send queue to SQE (IBA 10.3.1.6).
+ */
 static void
 comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 {
 	comp_wqe(qp, status);
-	ib_qp_to_error(qp);
+	if (qp->ibv.qp_type == IBV_QPT_RC)
+		ib_qp_to_error(qp);
+	else
+		ib_qp_to_sqe(qp);
 }
 
 /* Retire every sent WQE up to PSN @psn; READ and atomics need a response. */
@@ -303,8 +309,21 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 int
 ib_qp_busy(const struct ib_qp *qp)
 {
-	return qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0 ||
-	       qp->req.wqe_idx != __atomic_load_n(&qp->sq.prod,
-						  __ATOMIC_ACQUIRE) ||
-	       qp->resp.rd_head != qp->resp.rd_tail;
+	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
+	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
+
+	if (qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0 ||
+	    qp->resp.rd_head != qp->resp.rd_tail)
+		return 1;
+	switch (state) {
+	case IBV_QPS_RTS:
+		return qp->req.wqe_idx != prod;
+	case IBV_QPS_SQD:
+		return !qp->sq_drained;
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		return qp->comp.wqe_idx != prod;	/* to be flushed */
+	default:
+		return 0;
+	}
 }

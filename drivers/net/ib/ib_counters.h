@@ -21,6 +21,9 @@
 	X(RX_DUP,		"rx_duplicate_request") \
 	X(RX_OUT_OF_SEQ,	"rx_out_of_sequence") \
 	X(RX_STALE_RESP,	"rx_drop_stale_response") \
+	X(RX_BAD_QKEY,		"rx_drop_bad_qkey") \
+	X(RX_NO_RWQE,		"rx_drop_ud_no_receive_wqe") \
+	X(RX_MCAST_NO_GROUP,	"rx_drop_multicast_no_group") \
 	X(RNR_NAK_SENT,		"rnr_nak_sent") \
 	X(RNR_NAK_RCVD,		"rnr_nak_received") \
 	X(NAK_SENT,		"nak_sent") \

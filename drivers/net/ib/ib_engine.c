@@ -133,6 +133,7 @@ ib_engine_poll(struct ib_dev *dev)
 	struct rte_mbuf *pkts[IB_RX_BURST];
 	void *qpns[IB_RX_BURST];
 	struct ib_qp *qp, *tmp;
+	int state;
 	unsigned int i, n, work;
 	uint64_t now;
 
@@ -153,9 +154,11 @@ ib_engine_poll(struct ib_dev *dev)
 	now = rte_rdtsc();
 	for (qp = TAILQ_FIRST(&dev->active); qp != NULL; qp = tmp) {
 		tmp = TAILQ_NEXT(qp, next);
-		if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE) ==
-		    IBV_QPS_ERR)
+		state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
+		if (state == IBV_QPS_ERR)
 			ib_qp_flush(qp);
+		else if (state == IBV_QPS_SQE)
+			ib_qp_to_sqe(qp);	/* WRs posted meanwhile flush */
 		ib_resp_run(qp);
 		ib_req_run(qp);
 		ib_comp_timer(qp, now);

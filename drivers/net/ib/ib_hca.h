@@ -69,6 +69,26 @@ struct ib_dev_conf {
 	int poll_mode;		/* 1: engine never sleeps (benchmarks) */
 };
 
+/* Engine -> application events (ib_event.c). */
+struct ib_evq {
+	struct ib_queue q;
+	uint32_t rec_size;
+	int efd;		/* eventfd, semaphore mode: one count a record */
+	rte_spinlock_t lock;	/* application side only */
+	uint64_t dropped;
+};
+
+/* A completion-channel record. */
+struct ib_cq_event {
+	struct ib_cq *cq;
+};
+
+enum ib_cq_arm {
+	IB_CQ_DISARMED,
+	IB_CQ_ARM_NEXT,
+	IB_CQ_ARM_SOLICITED,
+};
+
 struct ib_pd {
 	struct ibv_pd ibv;
 	uint32_t refcnt;	/* MRs and QPs in it */
@@ -84,11 +104,22 @@ struct ib_mr {
 };
 
 struct ib_cq {
-	struct ibv_cq ibv;
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;	/* ibv_create_cq_ex */
+	};
 	struct ib_dev *dev;
 	struct ib_queue q;	/* of struct ibv_wc; engine produces */
 	rte_spinlock_t poll_lock;	/* application threads only */
 	uint32_t refcnt;		/* QPs using it */
+	uint32_t armed;			/* enum ib_cq_arm, one shot */
+	struct ib_evq *channel;		/* completion channel, or NULL */
+	struct ib_evq *async;		/* the context's async events */
+	uint32_t comp_events_reported;	/* handed out by ibv_get_cq_event */
+	uint32_t async_events_reported;
+	/* Extended polling (lib/verbs/cq_ex.c), under poll_lock. */
+	uint32_t ex_pos;		/* current entry, consumed at end_poll */
+	const struct ibv_wc *ex_cur;
 };
 
 /* Send WQE as the application writes it into the SQ. */
@@ -114,6 +145,33 @@ struct ib_recv_wqe {
 	uint32_t num_sge;
 	uint32_t length;
 	struct ibv_sge sge[0];
+};
+
+/* A receive WQE the responder took out of its RQ or SRQ. */
+struct ib_rwqe_copy {
+	struct ib_recv_wqe w;
+	struct ibv_sge sge[IB_MAX_SGE];
+};
+
+struct ib_srq {
+	struct ibv_srq ibv;
+	struct ib_dev *dev;
+	struct ib_queue q;		/* of struct ib_recv_wqe */
+	rte_spinlock_t post_lock;	/* application threads only */
+	uint32_t max_sge;
+	uint32_t max_wr;
+	uint32_t limit;			/* armed when non-zero (engine) */
+	uint32_t refcnt;		/* QPs attached */
+	struct ib_evq *async;
+	uint32_t events_reported;
+};
+
+/* An address handle: the resolved header template of a UD destination. */
+struct ib_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+	uint8_t hdr[IB_HDR_ROOM];
+	uint32_t dip;			/* network order */
 };
 
 /* Engine-private bookkeeping of each SQ slot. */
@@ -176,8 +234,10 @@ struct ib_resp {
 	uint32_t ack_psn;
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;
-	uint32_t rwqe_idx;
+	struct ib_rwqe_copy rwqe;
 	uint32_t recv_off;
+	uint8_t drop_msg;	/* UC: rest of a message with a lost packet */
+	uint8_t comm_est;	/* IBV_EVENT_COMM_EST raised */
 	struct ib_sge_cursor cur;
 	/* Current WRITE. */
 	struct ib_mr *wmr;
@@ -189,8 +249,23 @@ struct ib_resp {
 	uint32_t rd_head, rd_tail;
 };
 
+/*
+ * The ibv_wr_* batch between wr_start and wr_complete (lib/verbs/qp_ex.c):
+ * WRs are written into the SQ slots past the producer index under sq_lock,
+ * then published together or dropped.
+ */
+struct ib_wr_batch {
+	struct ibv_send_wr wr;	/* the WR being built, not yet in the SQ */
+	uint32_t n;		/* WRs written past the producer index */
+	int open;		/* wr still waits for its data setter */
+	int err;		/* first error: wr_complete drops the batch */
+};
+
 struct ib_qp {
-	struct ibv_qp ibv;
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibv_ex;	/* ibv_create_qp_ex */
+	};
 	struct ib_dev *dev;
 	struct ib_cq *scq, *rcq;
 
@@ -206,6 +281,10 @@ struct ib_qp {
 	/* Attributes as set by ibv_modify_qp, for ibv_query_qp. */
 	struct ibv_qp_attr attr;
 	struct ibv_qp_cap cap;
+	struct ib_srq *srq;
+	struct ib_evq *async;		/* the context's async events */
+	uint32_t events_reported;
+	uint8_t sq_drained;		/* IBV_EVENT_SQ_DRAINED raised in SQD */
 
 	/* Engine side. */
 	struct ib_path path;
@@ -215,10 +294,23 @@ struct ib_qp {
 	struct ib_resp resp;
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
+	uint16_t udp_sport;
 	int active;		/* on the engine's active list */
 	uint32_t idle_passes;	/* engine passes with nothing to do */
 	TAILQ_ENTRY(ib_qp) next;
+	struct ib_wr_batch wrb;		/* extended post, under sq_lock */
 };
+
+/* The unions rely on each extended object beginning with the classic one. */
+_Static_assert(offsetof(struct ib_cq, ibv_ex) == offsetof(struct ib_cq, ibv),
+	       "ib_cq union");
+_Static_assert(offsetof(struct ibv_cq_ex, cqe) == offsetof(struct ibv_cq, cqe) &&
+	       offsetof(struct ibv_cq_ex, mutex) == offsetof(struct ibv_cq, mutex) &&
+	       offsetof(struct ibv_cq_ex, async_events_completed) ==
+	       offsetof(struct ibv_cq, async_events_completed),
+	       "ibv_cq_ex does not begin with ibv_cq's members");
+_Static_assert(offsetof(struct ib_qp, ibv_ex.qp_base) ==
+	       offsetof(struct ib_qp, ibv), "ibv_qp_ex does not begin with ibv_qp");
 
 TAILQ_HEAD(ib_qp_list, ib_qp);
 
@@ -260,6 +352,13 @@ static inline struct ib_mr *to_mr(struct ibv_mr *m)
 { return container_of(m, struct ib_mr, ibv); }
 static inline struct ib_pd *to_pd(struct ibv_pd *p)
 { return container_of(p, struct ib_pd, ibv); }
+static inline struct ib_srq *to_srq(struct ibv_srq *s)
+{ return container_of(s, struct ib_srq, ibv); }
+static inline struct ib_ah *to_ah(struct ibv_ah *a)
+{ return container_of(a, struct ib_ah, ibv); }
+
+/* A CQE removed by the QP's transition to Reset: ibv_poll_cq skips it. */
+#define IB_CQE_PURGED	0xffffffffu
 
 static inline struct ib_send_wqe *
 sq_wqe(struct ib_qp *qp, uint32_t idx)
@@ -273,11 +372,33 @@ rq_wqe(struct ib_qp *qp, uint32_t idx)
 	return ib_queue_slot(&qp->rq, idx);
 }
 
+static inline int
+ib_ipv4_is_mcast(uint32_t ip_be)
+{
+	return (rte_be_to_cpu_32(ip_be) >> 28) == 0xe;
+}
+
+/* ibv_post_send(3): an SGE length of 0 stands for 2^31 bytes. */
+static inline uint32_t
+ib_sge_len(const struct ibv_sge *s)
+{
+	return s->length ? s->length : 1u << 31;
+}
+
 static inline void
 ib_count(struct ib_dev *dev, enum ib_counter c)
 {
 	dev->cnt[c]++;
 }
+
+/* ib_event.c */
+int ib_evq_init(struct ib_evq *e, uint32_t entries, uint32_t rec_size);
+void ib_evq_fini(struct ib_evq *e);
+int ib_evq_push(struct ib_evq *e, const void *rec);
+int ib_evq_pop(struct ib_evq *e, void *rec);
+void ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
+		  void *arg);
+void ib_async_event(struct ib_evq *e, enum ibv_event_type type, void *obj);
 
 /* ib_dev.c */
 int ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out);
@@ -304,7 +425,24 @@ void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 int ib_cq_create(struct ib_dev *dev, int cqe, struct ib_cq **out);
 int ib_cq_destroy(struct ib_cq *cq);
 int ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
-int ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc);
+int ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited);
+int ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only);
+int ib_cq_resize(struct ib_cq *cq, int cqe);
+void ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn);
+
+/* ib_srq.c */
+int ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
+		  struct ib_srq **out);
+int ib_srq_modify(struct ib_srq *srq, struct ibv_srq_attr *attr, int mask);
+int ib_srq_query(struct ib_srq *srq, struct ibv_srq_attr *attr);
+int ib_srq_destroy(struct ib_srq *srq);
+int ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad);
+int ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out);
+
+/* ib_ah.c */
+int ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr,
+		 struct ib_ah **out);
 
 /* ib_qp.c */
 int ib_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
@@ -315,7 +453,10 @@ int ib_qp_modify(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask);
 int ib_qp_query(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);
 int ib_qp_destroy(struct ib_qp *qp);
+int ib_qp_unpublish(struct ib_qp *qp);
+void ib_qp_free(struct ib_qp *qp);
 void ib_qp_to_error(struct ib_qp *qp);
+void ib_qp_to_sqe(struct ib_qp *qp);
 void ib_qp_flush(struct ib_qp *qp);
 
 /* ib_post.c */
@@ -323,6 +464,8 @@ int ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad);
 int ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad);
+int ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
+		       const struct ibv_send_wr *wr);
 
 /* ib_engine.c */
 int ib_engine_attach(struct ib_dev *dev);
@@ -337,8 +480,12 @@ void ib_engine_shutdown(void);
 /* ib_net.c */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
 			      uint32_t paylen, uint8_t **bth, uint8_t **payload);
+struct rte_mbuf *ib_pkt_alloc_hdr(struct ib_qp *qp, const uint8_t *hdr,
+				  uint8_t opcode, uint32_t paylen,
+				  uint8_t **bth, uint8_t **payload);
 void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,
 		int ackreq, uint32_t psn);
+uint16_t ib_udp_sport(uint32_t qpn);
 int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_tx_room(const struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
@@ -357,6 +504,7 @@ void ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
 void ib_resp_run(struct ib_qp *qp);
 void ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn);
 void ib_resp_flush_acks(struct ib_dev *dev);
+int ib_resp_take_rwqe(struct ib_qp *qp);
 
 /* ib_comp.c: completer */
 void ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);

@@ -93,8 +93,8 @@ gid_to_ipv4(const union ibv_gid *gid, uint32_t *ip)
 }
 
 /* UDP source port for ECMP entropy: 0xC000 plus a hash of the QPN. */
-static uint16_t
-qp_udp_sport(uint32_t qpn)
+uint16_t
+ib_udp_sport(uint32_t qpn)
 {
 	uint32_t h = qpn * 0x9e3779b1u;
 
@@ -123,10 +123,17 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 			ttl = ah->grh.hop_limit;
 		tos = ah->grh.traffic_class;
 	}
-	if (dip != dev->conf.ip)
-		return EHOSTUNREACH;
+	if (ib_ipv4_is_mcast(dip)) {
+		const uint8_t *b = (const uint8_t *)&dip;
+		struct rte_ether_addr m = {
+			{ 0x01, 0x00, 0x5e, b[1] & 0x7f, b[2], b[3] } };
 
-	rte_ether_addr_copy(&dev->mac, &eth->dst_addr);
+		rte_ether_addr_copy(&m, &eth->dst_addr);
+	} else if (dip == dev->conf.ip) {
+		rte_ether_addr_copy(&dev->mac, &eth->dst_addr);
+	} else {
+		return EHOSTUNREACH;
+	}
 	rte_ether_addr_copy(&dev->mac, &eth->src_addr);
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	memset(ip, 0, sizeof(*ip));
@@ -137,7 +144,7 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	ip->next_proto_id = IPPROTO_UDP;
 	ip->src_addr = dev->conf.ip;
 	ip->dst_addr = dip;
-	udp->src_port = rte_cpu_to_be_16(qp_udp_sport(qpn));
+	udp->src_port = rte_cpu_to_be_16(ib_udp_sport(qpn));
 	udp->dst_port = rte_cpu_to_be_16(IB_UDP_PORT);
 	udp->dgram_cksum = 0;
 	return 0;
@@ -151,6 +158,14 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 struct rte_mbuf *
 ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 	     uint8_t **bth, uint8_t **payload)
+{
+	return ib_pkt_alloc_hdr(qp, qp->path.hdr, opcode, paylen, bth, payload);
+}
+
+/* The same, to the destination of header template @hdr (an AH's). */
+struct rte_mbuf *
+ib_pkt_alloc_hdr(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
+		 uint32_t paylen, uint8_t **bth, uint8_t **payload)
 {
 	const struct ib_opcode_info *info = &ib_opcode[opcode];
 	struct ib_dev *dev = qp->dev;
@@ -167,9 +182,10 @@ ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 		return NULL;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, total);
-	memcpy(p, qp->path.hdr, BTH_OFF);
+	memcpy(p, hdr, BTH_OFF);
 	ip = (void *)(p + IP_OFF);
 	udp = (void *)(p + UDP_OFF);
+	udp->src_port = rte_cpu_to_be_16(qp->udp_sport);
 	ip->total_length = rte_cpu_to_be_16(total - ETH_LEN);
 	ip->hdr_checksum = 0;
 	ip->hdr_checksum = rte_ipv4_cksum(ip);

@@ -37,7 +37,7 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
 	for (i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
+		total += ib_sge_len(&wr->sg_list[i]);
 	if (total > IB_MAX_MSG_SZ)
 		return EINVAL;
 	if (is_atomic(wr->opcode) &&
@@ -51,7 +51,14 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		w->flags |= IBV_SEND_SIGNALED;
 	w->length = total;
 	w->imm = wr->imm_data;
-	if (is_atomic(wr->opcode)) {
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		/* The AH, destination QP and Q_Key travel in the WQE. */
+		if (wr->wr.ud.ah == NULL)
+			return EINVAL;
+		w->remote_addr = (uintptr_t)to_ah(wr->wr.ud.ah);
+		w->rkey = wr->wr.ud.remote_qpn & IB_QPN_MASK;
+		w->compare_add = wr->wr.ud.remote_qkey;
+	} else if (is_atomic(wr->opcode)) {
 		w->remote_addr = wr->wr.atomic.remote_addr;
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
@@ -162,7 +169,7 @@ ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		for (i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
+			total += ib_sge_len(&wr->sg_list[i]);
 		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
 		prod++;
@@ -179,4 +186,28 @@ ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 	if (err)
 		*bad = wr;
 	return err;
+}
+
+/*
+ * The ibv_wr_* API posts a batch all or nothing: under sq_lock it writes
+ * each WR into slot @idx past the producer index, which the engine does not
+ * read until the caller publishes the whole batch.
+ */
+int
+ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
+		   const struct ibv_send_wr *wr)
+{
+	struct ib_queue *q = &qp->sq;
+	int state = qp_state(qp);
+
+	/* C10-96, as in ib_post_send. */
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
+	    state == IBV_QPS_RTR)
+		return EINVAL;
+	if (idx - q->cons_cache >= q->size) {
+		q->cons_cache = __atomic_load_n(&q->cons, __ATOMIC_ACQUIRE);
+		if (idx - q->cons_cache >= q->size)
+			return ENOMEM;
+	}
+	return build_send_wqe(qp, wr, sq_wqe(qp, idx));
 }

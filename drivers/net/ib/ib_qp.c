@@ -192,10 +192,8 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 	struct ib_qp *qp;
 	int err;
 
-	if (init->qp_type != IBV_QPT_RC)
-		return EOPNOTSUPP;	/* UC and UD: not built yet */
-	if (init->srq != NULL)
-		return EOPNOTSUPP;	/* SRQ: not built yet */
+	if (qpt_index(init->qp_type) < 0)
+		return EOPNOTSUPP;	/* XRC, raw packet, driver QPs */
 	if (init->send_cq == NULL || init->recv_cq == NULL)
 		return EINVAL;
 	if (cap->max_send_wr > IB_MAX_QP_WR || cap->max_recv_wr > IB_MAX_QP_WR ||
@@ -228,6 +226,8 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 	qp->dev = dev;
 	qp->scq = to_cq(init->send_cq);
 	qp->rcq = to_cq(init->recv_cq);
+	qp->srq = init->srq != NULL ? to_srq(init->srq) : NULL;
+	qp->path.mtu = mtu_bytes(dev->active_mtu);
 	qp->sq_sig_all = init->sq_sig_all;
 	rte_spinlock_init(&qp->sq_lock);
 	rte_spinlock_init(&qp->rq_lock);
@@ -252,6 +252,7 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 	}
 	dev->next_qpn = qpn - IB_QPN_BASE + 1;
 	qp->ibv.qp_num = qpn;
+	qp->udp_sport = ib_udp_sport(qpn);
 	__atomic_store_n(&dev->qp_tbl[qpn], qp, __ATOMIC_RELEASE);
 	dev->nqp++;
 	rte_spinlock_unlock(&dev->ctl_lock);
@@ -285,7 +286,7 @@ complete_flush(struct ib_cq *cq, struct ib_qp *qp, uint64_t wr_id, int recv)
 		.qp_num = qp->ibv.qp_num,
 	};
 
-	ib_cq_push(cq, &wc);
+	ib_cq_push(cq, &wc, 0);
 }
 
 /*
@@ -308,21 +309,52 @@ ib_qp_flush(struct ib_qp *qp)
 	qp->req.rd_atomic = 0;
 	ib_queue_consume(&qp->sq, prod);
 
+	if (qp->resp.have_rwqe)
+		complete_flush(qp->rcq, qp, qp->resp.rwqe.w.wr_id, 1);
+	qp->resp.have_rwqe = 0;
+	qp->resp.rd_head = qp->resp.rd_tail = 0;
+	qp->comp.deadline = 0;
+	if (qp->srq != NULL)
+		return;		/* the SRQ's WQEs belong to the other QPs too */
 	prod = __atomic_load_n(&qp->rq.prod, __ATOMIC_ACQUIRE);
 	while (qp->rq.cons != prod) {
 		complete_flush(qp->rcq, qp, rq_wqe(qp, qp->rq.cons)->wr_id, 1);
 		ib_queue_consume(&qp->rq, qp->rq.cons + 1);
 	}
-	qp->resp.have_rwqe = 0;
-	qp->resp.rd_head = qp->resp.rd_tail = 0;
-	qp->comp.deadline = 0;
+}
+
+/* Send side only: what UC and UD send errors lead to (IBA 10.3.1.6). */
+static void
+qp_flush_sq(struct ib_qp *qp)
+{
+	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
+
+	while (qp->comp.wqe_idx != prod) {
+		complete_flush(qp->scq, qp, sq_wqe(qp, qp->comp.wqe_idx)->wr_id, 0);
+		qp->comp.wqe_idx++;
+	}
+	qp->req.wqe_idx = prod;
+	qp->req.offset = 0;
+	ib_queue_consume(&qp->sq, prod);
+}
+
+void
+ib_qp_to_sqe(struct ib_qp *qp)
+{
+	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_SQE, __ATOMIC_RELEASE);
+	qp_flush_sq(qp);
 }
 
 void
 ib_qp_to_error(struct ib_qp *qp)
 {
+	int was = qp->attr.qp_state;
+
 	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_ERR, __ATOMIC_RELEASE);
 	ib_qp_flush(qp);
+	/* C11-5.2.2: an SRQ-attached QP reports its last WQE. */
+	if (qp->srq != NULL && was != IBV_QPS_ERR)
+		ib_async_event(qp->async, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
 }
 
 /* Reset (IBA 10.3.1.1): WRs are dropped without completions. */
@@ -339,6 +371,7 @@ qp_reset(struct ib_qp *qp)
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
 	qp->req.wqe_idx = qp->comp.wqe_idx = prod = qp->sq.cons;
+	qp->sq_drained = 0;
 }
 
 struct qp_modify {
@@ -420,10 +453,13 @@ qp_modify_apply(void *arg)
 
 	if (next == IBV_QPS_RESET)
 		qp_reset(qp);
-	__atomic_store_n(&qp->attr.qp_state, next, __ATOMIC_RELEASE);
+	if (next == IBV_QPS_SQD && qp->attr.qp_state != IBV_QPS_SQD)
+		qp->sq_drained = 0;
 	if (next == IBV_QPS_ERR)
-		ib_qp_flush(qp);
-	if (next == IBV_QPS_RTS || next == IBV_QPS_ERR)
+		ib_qp_to_error(qp);
+	else
+		__atomic_store_n(&qp->attr.qp_state, next, __ATOMIC_RELEASE);
+	if (next == IBV_QPS_RTS || next == IBV_QPS_ERR || next == IBV_QPS_SQD)
 		ib_engine_activate(qp);
 }
 
@@ -491,6 +527,11 @@ ib_qp_modify(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask)
 	err = ib_engine_exec(qp->dev, qp_modify_apply, &m);
 	if (err)
 		return err;
+	if (next == IBV_QPS_RESET) {
+		ib_cq_purge_qp(qp->scq, qp->ibv.qp_num);
+		if (qp->rcq != qp->scq)
+			ib_cq_purge_qp(qp->rcq, qp->ibv.qp_num);
+	}
 	qp->ibv.state = next;
 	return 0;
 }
@@ -529,15 +570,19 @@ qp_unpublish(void *arg)
 	}
 }
 
+/* Step 1 of destruction: after it the engine never touches the QP. */
 int
-ib_qp_destroy(struct ib_qp *qp)
+ib_qp_unpublish(struct ib_qp *qp)
+{
+	return ib_engine_exec(qp->dev, qp_unpublish, qp);
+}
+
+/* Step 2: free it (events about it purged and acknowledged by then). */
+void
+ib_qp_free(struct ib_qp *qp)
 {
 	struct ib_dev *dev = qp->dev;
-	int err;
 
-	err = ib_engine_exec(dev, qp_unpublish, qp);
-	if (err)
-		return err;
 	rte_spinlock_lock(&dev->ctl_lock);
 	dev->nqp--;
 	rte_spinlock_unlock(&dev->ctl_lock);
@@ -545,5 +590,14 @@ ib_qp_destroy(struct ib_qp *qp)
 	ib_queue_free(&qp->rq);
 	ib_queue_free(&qp->sq);
 	rte_free(qp);
-	return 0;
+}
+
+int
+ib_qp_destroy(struct ib_qp *qp)
+{
+	int err = ib_qp_unpublish(qp);
+
+	if (err == 0)
+		ib_qp_free(qp);
+	return err;
 }

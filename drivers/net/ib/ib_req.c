@@ -19,6 +19,7 @@ enum req_state {
 	REQ_SEND_PACKET,	/* build and queue one packet */
 	REQ_WQE_SENT,		/* every packet of the WQE is out */
 	REQ_ERR_LOCAL_PROT,	/* C10-86: local protection error */
+	REQ_ERR_LOCAL_LEN,	/* UD message longer than the path MTU */
 	REQ_STOP,		/* out of budget, room or credit */
 };
 
@@ -28,6 +29,7 @@ static const char *const req_state_name[] = {
 	[REQ_SEND_PACKET] = "SEND_PACKET",
 	[REQ_WQE_SENT] = "WQE_SENT",
 	[REQ_ERR_LOCAL_PROT] = "ERR_LOCAL_PROT",
+	[REQ_ERR_LOCAL_LEN] = "ERR_LOCAL_LEN",
 	[REQ_STOP] = "STOP",
 };
 
@@ -43,7 +45,8 @@ static uint32_t
 wqe_npkts(const struct ib_qp *qp, const struct ib_send_wqe *w)
 {
 	if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->length == 0)
+	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->length == 0 ||
+	    qp->ibv.qp_type == IBV_QPT_UD)
 		return 1;
 	return (w->length + qp->path.mtu - 1) / qp->path.mtu;
 }
@@ -92,13 +95,51 @@ check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 	for (i = 0; i < w->num_sge; i++) {
 		const struct ibv_sge *s = &w->sge[i];
 
-		if (s->length == 0)
-			continue;
 		if (ib_mr_check(ib_mr_lookup(qp->dev, s->lkey), qp->ibv.pd,
-				s->addr, s->length, access) != 0)
+				s->addr, ib_sge_len(s), access) != 0)
 			return -EACCES;
 	}
 	return 0;
+}
+
+/*
+ * A UD SEND (IBA 9.8.4): one packet to the AH with a DETH. The Q_Key of the
+ * WR is used unless its high bit is set, then the QP's (ibv_post_send(3)).
+ */
+static int
+send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
+{
+	uint8_t op = w->opcode == IBV_WR_SEND_WITH_IMM ? IB_UD_SEND_ONLY_IMM :
+						       IB_UD_SEND_ONLY;
+	const struct ib_opcode_info *info = &ib_opcode[op];
+	struct ib_ah *ah = (struct ib_ah *)(uintptr_t)w->remote_addr;
+	uint32_t qkey = (uint32_t)w->compare_add;
+	struct ib_deth *deth;
+	uint8_t *bth, *pay;
+	struct rte_mbuf *m;
+
+	if (w->length > qp->path.mtu)
+		return -EMSGSIZE;
+	m = ib_pkt_alloc_hdr(qp, ah->hdr, op, w->length, &bth, &pay);
+	if (m == NULL)
+		return -ENOBUFS;
+	ib_pkt_bth(bth, op, !!(w->flags & IBV_SEND_SOLICITED), w->rkey, 0,
+		   qp->req.psn);
+	deth = (void *)(bth + info->offset[IB_HDR_DETH]);
+	deth->qkey = rte_cpu_to_be_32(qkey & 0x80000000u ? qp->attr.qkey : qkey);
+	deth->sqp = rte_cpu_to_be_32(qp->ibv.qp_num & IB_QPN_MASK);
+	if (info->mask & IB_M_IMMDT)
+		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
+	if (w->flags & IBV_SEND_INLINE)
+		memcpy(pay, w->inline_data, w->length);
+	else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
+			     &qp->req.cur, pay, w->length, 0) != 0) {
+		rte_pktmbuf_free(m);
+		return -EACCES;
+	}
+	ib_tx(qp->dev, m);
+	qp->req.psn = (qp->req.psn + 1) & IB_PSN_MASK;
+	return 1;
 }
 
 /* Build and queue the packet at req.offset of WQE @w. */
@@ -107,23 +148,27 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 {
 	const struct ib_opcode_info *info;
 	int first = qp->req.offset == 0;
+	int uc = qp->ibv.qp_type == IBV_QPT_UC;
 	uint32_t chunk = 0, mask;
 	int last = 1;
 	uint8_t *bth, *pay, op;
 	struct rte_mbuf *m;
 
+	if (qp->ibv.qp_type == IBV_QPT_UD)
+		return send_ud(qp, w);
 	if (!wr_is_read_atomic(w->opcode)) {
 		chunk = RTE_MIN(qp->path.mtu, w->length - qp->req.offset);
 		last = qp->req.offset + chunk == w->length;
 	}
-	op = req_opcode(w, first, last);
+	op = req_opcode(w, first, last) | (uc ? 0x20 : 0);
 	info = &ib_opcode[op];
 	mask = info->mask;
 	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
+	/* UC has no acknowledgements: AckReq stays clear (C9-18). */
 	ib_pkt_bth(bth, op, last && (w->flags & IBV_SEND_SOLICITED),
-		   qp->path.dest_qpn, last, qp->req.psn);
+		   qp->path.dest_qpn, last && !uc, qp->req.psn);
 	if (mask & IB_M_RETH)
 		reth_set((struct ib_reth *)(bth + info->offset[IB_HDR_RETH]),
 			 w->remote_addr, w->rkey, w->length);
@@ -169,6 +214,8 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 	w = sq_wqe(qp, qp->req.wqe_idx);
 	if (qp->req.offset != 0)
 		return REQ_SEND_PACKET;
+	if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_RELAXED) != IBV_QPS_RTS)
+		return REQ_STOP;	/* SQD: no new WQE starts */
 	if (qp->req.wqe_idx != qp->comp.wqe_idx &&
 	    qp->swqe[(qp->req.wqe_idx - 1) & qp->sq.mask].status)
 		return REQ_STOP;	/* an error stops the SQ (C10-91) */
@@ -181,6 +228,17 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 	return REQ_CHECK_LOCAL;
 }
 
+/* SQD (IBA 10.3.1.5): once nothing is in flight, say so, once. */
+static void
+req_drain(struct ib_qp *qp)
+{
+	if (qp->sq_drained || qp->req.offset != 0 ||
+	    qp->comp.wqe_idx != qp->req.wqe_idx)
+		return;
+	qp->sq_drained = 1;
+	ib_async_event(qp->async, IBV_EVENT_SQ_DRAINED, qp);
+}
+
 void
 ib_req_run(struct ib_qp *qp)
 {
@@ -191,7 +249,11 @@ ib_req_run(struct ib_qp *qp)
 	uint32_t prod;
 	int ret;
 
-	if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE) != IBV_QPS_RTS)
+	int qps = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
+
+	if (qps == IBV_QPS_SQD)
+		req_drain(qp);
+	if (qps != IBV_QPS_RTS && (qps != IBV_QPS_SQD || qp->req.offset == 0))
 		return;
 	if (qp->req.wait_until && rte_rdtsc() < qp->req.wait_until)
 		return;
@@ -229,7 +291,9 @@ ib_req_run(struct ib_qp *qp)
 		case REQ_SEND_PACKET:
 			ret = send_packet(qp, w);
 			budget--;
-			if (ret < 0)
+			if (ret == -EMSGSIZE)
+				state = REQ_ERR_LOCAL_LEN;
+			else if (ret < 0)
 				state = ret == -EACCES ? REQ_ERR_LOCAL_PROT :
 							 REQ_STOP;
 			else if (ret == 1)
@@ -240,10 +304,21 @@ ib_req_run(struct ib_qp *qp)
 		case REQ_WQE_SENT:
 			qp->req.wqe_idx++;
 			qp->req.offset = 0;
-			if (qp->comp.deadline == 0 && qp->timeout_tsc)
+			if (qp->ibv.qp_type != IBV_QPT_RC) {
+				/* Unacknowledged services complete on send. */
+				qp->comp.acked_psn = st->last_psn;
+				ib_comp_kick(qp);
+			} else if (qp->comp.deadline == 0 && qp->timeout_tsc) {
 				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+			}
 			state = REQ_NEXT_WQE;
 			break;
+		case REQ_ERR_LOCAL_LEN:
+			st->status = IBV_WC_LOC_LEN_ERR;
+			qp->req.wqe_idx++;
+			qp->req.offset = 0;
+			ib_comp_kick(qp);
+			return;
 		case REQ_ERR_LOCAL_PROT:
 			/* Nothing more of it goes on the wire; it completes in
 			 * error once the WQEs before it have completed.

@@ -169,10 +169,8 @@ check_resource(struct ib_qp *qp, struct resp_pkt *p)
 	if (((p->mask & IB_M_SEND) && (p->mask & IB_M_FIRST)) ||
 	    ((p->mask & IB_M_WRITE) && (p->mask & IB_M_IMMDT))) {
 		if (!qp->resp.have_rwqe) {
-			if (ib_queue_count(&qp->rq) == 0)
+			if (ib_resp_take_rwqe(qp) != 0)
 				return RESP_ERR_RNR;
-			qp->resp.have_rwqe = 1;
-			qp->resp.rwqe_idx = qp->rq.cons;
 			qp->resp.recv_off = 0;
 			qp->resp.cur.idx = qp->resp.cur.off = 0;
 		}
@@ -249,7 +247,7 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 static enum resp_state
 exec_send(struct ib_qp *qp, struct resp_pkt *p)
 {
-	struct ib_recv_wqe *rw = rq_wqe(qp, qp->resp.rwqe_idx);
+	struct ib_recv_wqe *rw = &qp->resp.rwqe.w;
 
 	if (p->paylen > rw->length - qp->resp.recv_off)
 		return RESP_ERR_LENGTH;
@@ -346,7 +344,7 @@ execute(struct ib_qp *qp, struct resp_pkt *p)
 static void
 complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
 {
-	struct ib_recv_wqe *rw = rq_wqe(qp, qp->resp.rwqe_idx);
+	struct ib_recv_wqe *rw = &qp->resp.rwqe.w;
 	struct ibv_wc wc = {
 		.wr_id = rw->wr_id,
 		.status = status,
@@ -362,15 +360,22 @@ complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
 		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
-	ib_cq_push(qp->rcq, &wc);
+	ib_cq_push(qp->rcq, &wc, bth_se((struct ib_bth *)p->bth));
 	qp->resp.have_rwqe = 0;
-	ib_queue_consume(&qp->rq, qp->rq.cons + 1);
 }
 
-/* Class B/C errors: NAK, then the QP goes to Error (IBA 9.9.3.1). */
+/*
+ * Class B/C errors: NAK, then the QP goes to Error (IBA 9.9.3.1). UC has
+ * no NAK: the message is dropped and the QP carries on.
+ */
 static void
 resp_fatal(struct ib_qp *qp, struct resp_pkt *p, uint8_t syndrome)
 {
+	if (qp->ibv.qp_type == IBV_QPT_UC) {
+		qp->resp.drop_msg = 1;
+		qp->resp.last_op_mask = 0;
+		return;
+	}
 	ib_send_ack(qp, syndrome, p->psn);
 	ib_qp_to_error(qp);
 }
@@ -402,6 +407,95 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 		    (qp->resp.epsn - 1) & IB_PSN_MASK);
 }
 
+/*
+ * Take the next receive WQE from the QP's RQ or its SRQ into the responder
+ * (the ring slot is free at once: an SRQ serves other QPs meanwhile).
+ */
+int
+ib_resp_take_rwqe(struct ib_qp *qp)
+{
+	struct ib_recv_wqe *w;
+
+	if (qp->srq != NULL) {
+		if (ib_srq_take(qp->srq, &qp->resp.rwqe) != 0)
+			return -ENOENT;
+	} else {
+		if (ib_queue_count(&qp->rq) == 0)
+			return -ENOENT;
+		w = rq_wqe(qp, qp->rq.cons);
+		memcpy(&qp->resp.rwqe, w,
+		       sizeof(*w) + w->num_sge * sizeof(struct ibv_sge));
+		ib_queue_consume(&qp->rq, qp->rq.cons + 1);
+	}
+	qp->resp.have_rwqe = 1;
+	return 0;
+}
+
+/*
+ * UD receive (IBA 9.8.5, verbs): Q_Key check, then the first 40 bytes of
+ * the buffer take the GRH - for RoCEv2 over IPv4 the IPv4 header, placed in
+ * its last 20 bytes - and the payload follows.
+ */
+static void
+resp_ud(struct ib_qp *qp, struct resp_pkt *p)
+{
+	const struct ib_deth *deth = (const void *)(p->bth +
+					p->info->offset[IB_HDR_DETH]);
+	uint8_t grh[40] = { 0 };
+	struct ibv_wc wc = {
+		.opcode = IBV_WC_RECV, .qp_num = qp->ibv.qp_num,
+		.src_qp = rte_be_to_cpu_32(deth->sqp) & IB_QPN_MASK,
+		.wc_flags = IBV_WC_GRH, .byte_len = 40 + p->paylen,
+	};
+	struct ib_recv_wqe *rw = &qp->resp.rwqe.w;
+
+	if (rte_be_to_cpu_32(deth->qkey) != qp->attr.qkey) {
+		ib_count(qp->dev, IB_CNT_RX_BAD_QKEY);	/* C10-15: silently */
+		return;
+	}
+	if (ib_resp_take_rwqe(qp) != 0) {
+		ib_count(qp->dev, IB_CNT_RX_NO_RWQE);	/* UD: dropped */
+		return;
+	}
+	memcpy(grh + 20, p->bth - 28, 20);
+	qp->resp.cur.idx = qp->resp.cur.off = 0;
+	wc.wr_id = rw->wr_id;
+	if (40 + p->paylen > rw->length)
+		wc.status = IBV_WC_LOC_LEN_ERR;
+	else if (ib_sge_copy(qp->dev, qp->ibv.pd, rw->sge, rw->num_sge,
+			     &qp->resp.cur, grh, 40, 1) != 0 ||
+		 ib_sge_copy(qp->dev, qp->ibv.pd, rw->sge, rw->num_sge,
+			     &qp->resp.cur, p->payload, p->paylen, 1) != 0)
+		wc.status = IBV_WC_LOC_PROT_ERR;
+	if (p->info->mask & IB_M_IMMDT) {
+		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+	}
+	qp->resp.have_rwqe = 0;
+	ib_cq_push(qp->rcq, &wc, bth_se((struct ib_bth *)p->bth));
+}
+
+/*
+ * UC (IBA 9.8.2 - 9.8.3): no acknowledgements; a lost packet drops the
+ * rest of its message, and the receive WQE stays for the next one.
+ */
+static int
+uc_drop(struct ib_qp *qp, struct resp_pkt *p)
+{
+	if (p->psn != qp->resp.epsn) {
+		ib_count(qp->dev, IB_CNT_RX_OUT_OF_SEQ);
+		qp->resp.drop_msg = 1;
+	}
+	qp->resp.epsn = (p->psn + 1) & IB_PSN_MASK;
+	if (p->mask & IB_M_FIRST) {
+		qp->resp.drop_msg = 0;
+		qp->resp.last_op_mask = 0;
+		qp->resp.recv_off = 0;
+		qp->resp.cur.idx = qp->resp.cur.off = 0;
+	}
+	return qp->resp.drop_msg;
+}
+
 void
 ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 {
@@ -415,6 +509,22 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 		.payload = bth + ib_opcode[op].length,
 	};
 	enum resp_state state = RESP_CHECK_PSN;
+	int uc = qp->ibv.qp_type == IBV_QPT_UC;
+
+	if (qp->ibv.qp_type == IBV_QPT_UD) {
+		resp_ud(qp, &p);
+		return;
+	}
+	/* The first packet in RTR establishes the connection (verbs). */
+	if (!qp->resp.comm_est && qp->attr.qp_state == IBV_QPS_RTR) {
+		qp->resp.comm_est = 1;
+		ib_async_event(qp->async, IBV_EVENT_COMM_EST, qp);
+	}
+	if (uc) {
+		if (uc_drop(qp, &p))
+			return;
+		qp->resp.epsn = p.psn;	/* the checks below expect it */
+	}
 
 	while (1) {
 		IB_DP_LOG(DEBUG, "qp %u psn %u %s", qp->ibv.qp_num, p.psn,
@@ -447,7 +557,7 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 			state = RESP_ACKNOWLEDGE;
 			break;
 		case RESP_ACKNOWLEDGE:
-			if (bth_ackreq((struct ib_bth *)bth))
+			if (!uc && bth_ackreq((struct ib_bth *)bth))
 				ack_coalesce(qp, p.psn);
 			return;
 		case RESP_DUPLICATE:
@@ -458,6 +568,10 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 			ib_send_ack(qp, AETH_NAK_PSN_SEQ, qp->resp.epsn);
 			return;
 		case RESP_ERR_RNR:
+			if (uc) {
+				resp_fatal(qp, &p, 0);	/* no WQE: dropped */
+				return;
+			}
 			ib_send_ack(qp, AETH_RNR_NAK |
 				    (qp->attr.min_rnr_timer & 0x1f), p.psn);
 			return;

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Event queues: how the engine tells application threads about completion
+ * events (a completion channel) and asynchronous events (a context's
+ * async_fd). Records go through an SPSC ring; an eventfd in semaphore mode
+ * counts them, so the descriptor works with read(), poll() and epoll, and
+ * O_NONBLOCK gives EAGAIN. The engine writes the eventfd only when it
+ * produces an event, which the application asked for by arming.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+#include "ib_hca.h"
+
+/* Each record starts with this word; purged records read as not valid. */
+#define REC_VALID	0x45564e54u
+
+int
+ib_evq_init(struct ib_evq *e, uint32_t entries, uint32_t rec_size)
+{
+	int ret;
+
+	ret = ib_queue_init(&e->q, entries, RTE_ALIGN_CEIL(rec_size +
+				sizeof(uint32_t), 8), SOCKET_ID_ANY);
+	if (ret != 0)
+		return ret;
+	e->rec_size = rec_size;
+	e->efd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
+	if (e->efd < 0) {
+		ret = -errno;
+		ib_queue_free(&e->q);
+		return ret;
+	}
+	rte_spinlock_init(&e->lock);
+	e->dropped = 0;
+	return 0;
+}
+
+void
+ib_evq_fini(struct ib_evq *e)
+{
+	if (e->efd >= 0)
+		close(e->efd);
+	e->efd = -1;
+	ib_queue_free(&e->q);
+}
+
+/* Engine: queue one record. A full queue loses the event (counted). */
+int
+ib_evq_push(struct ib_evq *e, const void *rec)
+{
+	static const uint64_t one = 1;
+	uint32_t prod = e->q.prod;
+	uint8_t *slot;
+
+	if (ib_queue_room(&e->q) == 0) {
+		e->dropped++;
+		return -ENOSPC;
+	}
+	slot = ib_queue_slot(&e->q, prod);
+	*(uint32_t *)slot = REC_VALID;
+	memcpy(slot + sizeof(uint32_t), rec, e->rec_size);
+	ib_queue_publish(&e->q, prod + 1);
+	if (write(e->efd, &one, sizeof(one)) != sizeof(one))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Application: take one record, blocking unless the descriptor is
+ * non-blocking. Records purged after they were counted are skipped.
+ */
+int
+ib_evq_pop(struct ib_evq *e, void *rec)
+{
+	uint64_t v;
+
+	for (;;) {
+		uint8_t *slot;
+		int valid;
+
+		if (read(e->efd, &v, sizeof(v)) != sizeof(v))
+			return errno ? -errno : -EIO;
+		rte_spinlock_lock(&e->lock);
+		if (ib_queue_count(&e->q) == 0) {
+			rte_spinlock_unlock(&e->lock);
+			continue;
+		}
+		slot = ib_queue_slot(&e->q, e->q.cons);
+		valid = *(uint32_t *)slot == REC_VALID;
+		if (valid)
+			memcpy(rec, slot + sizeof(uint32_t), e->rec_size);
+		ib_queue_consume(&e->q, e->q.cons + 1);
+		rte_spinlock_unlock(&e->lock);
+		if (valid)
+			return 0;
+	}
+}
+
+/*
+ * Application: forget the queued records @match selects (an object being
+ * destroyed). The engine must no longer produce records for that object.
+ */
+void
+ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
+	     void *arg)
+{
+	uint32_t i, n;
+
+	rte_spinlock_lock(&e->lock);
+	n = ib_queue_count(&e->q);
+	for (i = 0; i < n; i++) {
+		uint8_t *slot = ib_queue_slot(&e->q, e->q.cons + i);
+
+		if (match(slot + sizeof(uint32_t), arg))
+			*(uint32_t *)slot = 0;
+	}
+	rte_spinlock_unlock(&e->lock);
+}
+
+/* Engine: an affiliated asynchronous event on @obj (QP, CQ or SRQ). */
+void
+ib_async_event(struct ib_evq *e, enum ibv_event_type type, void *obj)
+{
+	struct ibv_async_event ev = { .event_type = type };
+
+	if (e == NULL)
+		return;
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		ev.element.cq = &((struct ib_cq *)obj)->ibv;
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		ev.element.srq = &((struct ib_srq *)obj)->ibv;
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+		ev.element.port_num = 1;
+		break;
+	default:
+		ev.element.qp = &((struct ib_qp *)obj)->ibv;
+		break;
+	}
+	ib_evq_push(e, &ev);
+}

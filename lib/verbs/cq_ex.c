@@ -1,0 +1,233 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Extended CQ (ibv_create_cq_ex): an iterator over the same ring of struct
+ * ibv_wc that ibv_poll_cq drains. start_poll takes the poll lock and
+ * next_poll moves a private position; end_poll hands the slots back to the
+ * engine in one release store and unlocks.
+ */
+#include <errno.h>
+#include <limits.h>
+
+#include "verbs_priv.h"
+
+/* Completion fields this CQ can report: everything struct ibv_wc holds. */
+#define CQ_EX_WC_FLAGS		IBV_WC_STANDARD_FLAGS
+#define CQ_EX_COMP_MASK		IBV_CQ_INIT_ATTR_MASK_FLAGS
+/* A hint that the poll lock is not needed; taking it anyway is correct. */
+#define CQ_EX_CREATE_FLAGS	IBV_CREATE_CQ_ATTR_SINGLE_THREADED
+
+static inline struct ib_cq *
+to_xcq(struct ibv_cq_ex *cqx)
+{
+	return container_of(cqx, struct ib_cq, ibv_ex);
+}
+
+static inline const struct ibv_wc *
+cur(struct ibv_cq_ex *cqx)
+{
+	return to_xcq(cqx)->ex_cur;
+}
+
+/*
+ * The first entry at or after ex_pos that the engine has published and that
+ * a QP reset did not purge (ibv_poll_cq skips those too), or NULL.
+ */
+static const struct ibv_wc *
+find_entry(struct ib_cq *cq)
+{
+	struct ib_queue *q = &cq->q;
+	const struct ibv_wc *e;
+
+	for (;; cq->ex_pos++) {
+		if (cq->ex_pos == q->prod_cache) {
+			q->prod_cache = __atomic_load_n(&q->prod,
+							__ATOMIC_ACQUIRE);
+			if (cq->ex_pos == q->prod_cache)
+				return NULL;
+		}
+		e = ib_queue_slot(q, cq->ex_pos);
+		if (likely(e->qp_num != IB_CQE_PURGED))
+			return e;
+	}
+}
+
+/* Make the entry found current, or return ENOENT when there is none. */
+static int
+load_entry(struct ibv_cq_ex *cqx)
+{
+	struct ib_cq *cq = to_xcq(cqx);
+	const struct ibv_wc *e = find_entry(cq);
+
+	if (e == NULL)
+		return ENOENT;
+	cq->ex_cur = e;
+	cqx->status = e->status;
+	cqx->wr_id = e->wr_id;
+	return 0;
+}
+
+static int
+start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
+{
+	struct ib_cq *cq = to_xcq(cqx);
+
+	if (unlikely(attr == NULL || attr->comp_mask != 0))
+		return EINVAL;
+	rte_spinlock_lock(&cq->poll_lock);
+	cq->ex_pos = cq->q.cons;
+	if (load_entry(cqx) == 0)
+		return 0;
+	/* Empty: end_poll will not be called, so release the purged
+	 * entries skipped on the way and the lock here.
+	 */
+	if (cq->ex_pos != cq->q.cons)
+		ib_queue_consume(&cq->q, cq->ex_pos);
+	rte_spinlock_unlock(&cq->poll_lock);
+	return ENOENT;
+}
+
+static int
+next_poll(struct ibv_cq_ex *cqx)
+{
+	to_xcq(cqx)->ex_pos++;
+	return load_entry(cqx);
+}
+
+static void
+end_poll(struct ibv_cq_ex *cqx)
+{
+	struct ib_cq *cq = to_xcq(cqx);
+	uint32_t pos = cq->ex_pos;
+
+	/* After ENOENT from next_poll, ex_pos is already one past the last
+	 * entry read; otherwise the current entry is consumed too.
+	 */
+	if (pos != cq->q.prod_cache)
+		pos++;
+	ib_queue_consume(&cq->q, pos);
+	cq->ex_cur = NULL;
+	rte_spinlock_unlock(&cq->poll_lock);
+}
+
+static enum ibv_wc_opcode
+read_opcode(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->opcode;
+}
+
+static uint32_t
+read_vendor_err(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->vendor_err;
+}
+
+static uint32_t
+read_byte_len(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->byte_len;
+}
+
+/* Also ibv_wc_read_invalidated_rkey: the same word of struct ibv_wc. */
+static __be32
+read_imm_data(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->imm_data;
+}
+
+static uint32_t
+read_qp_num(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->qp_num;
+}
+
+static uint32_t
+read_src_qp(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->src_qp;
+}
+
+static unsigned int
+read_wc_flags(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->wc_flags;
+}
+
+static uint32_t
+read_slid(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->slid;
+}
+
+static uint8_t
+read_sl(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->sl;
+}
+
+static uint8_t
+read_dlid_path_bits(struct ibv_cq_ex *cqx)
+{
+	return cur(cqx)->dlid_path_bits;
+}
+
+static int
+check_attr(const struct ibv_cq_init_attr_ex *attr)
+{
+	if (attr->cqe > INT_MAX || attr->comp_vector > INT_MAX)
+		return EINVAL;
+	if (attr->wc_flags & ~(uint64_t)CQ_EX_WC_FLAGS)
+		return EOPNOTSUPP;	/* timestamps, CVLAN, flow tag, TM */
+	if (attr->comp_mask & ~CQ_EX_COMP_MASK)
+		return EOPNOTSUPP;	/* parent domain */
+	if ((attr->comp_mask & IBV_CQ_INIT_ATTR_MASK_FLAGS) &&
+	    (attr->flags & ~CQ_EX_CREATE_FLAGS))
+		return EOPNOTSUPP;
+	return 0;
+}
+
+/*
+ * The readers of fields outside CQ_EX_WC_FLAGS stay NULL: a CQ asking for
+ * them is refused, and verbs allows reading only the fields asked for.
+ */
+static void
+set_ops(struct ibv_cq_ex *cqx)
+{
+	cqx->start_poll = start_poll;
+	cqx->next_poll = next_poll;
+	cqx->end_poll = end_poll;
+	cqx->read_opcode = read_opcode;
+	cqx->read_vendor_err = read_vendor_err;
+	cqx->read_byte_len = read_byte_len;
+	cqx->read_imm_data = read_imm_data;
+	cqx->read_qp_num = read_qp_num;
+	cqx->read_src_qp = read_src_qp;
+	cqx->read_wc_flags = read_wc_flags;
+	cqx->read_slid = read_slid;
+	cqx->read_sl = read_sl;
+	cqx->read_dlid_path_bits = read_dlid_path_bits;
+}
+
+/*
+ * Created by ibv_create_cq itself, so that the two accept the same CQ sizes,
+ * vectors and channels; the result also works with ibv_poll_cq and
+ * ibv_destroy_cq through ibv_cq_ex_to_cq.
+ */
+struct ibv_cq_ex *
+dpib_create_cq_ex(struct ibv_context *ctx, struct ibv_cq_init_attr_ex *attr)
+{
+	struct ibv_cq *ibcq;
+	int err = check_attr(attr);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	ibcq = ibv_create_cq(ctx, (int)attr->cqe, attr->cq_context,
+			     attr->channel, (int)attr->comp_vector);
+	if (ibcq == NULL)
+		return NULL;
+	set_ops(&to_cq(ibcq)->ibv_ex);
+	return &to_cq(ibcq)->ibv_ex;
+}
