@@ -24,6 +24,8 @@ struct pair {
 	size_t len;
 	struct ibv_mr *mr;
 	enum ibv_mtu mtu;
+	struct ibv_cq_ex *cqx[2];	/* pair_open_ex only */
+	struct ibv_qp_ex *qpx[2];
 };
 
 struct pair_opts {
@@ -41,11 +43,11 @@ struct pair_opts {
 	uint8_t retry_cnt;
 };
 
+/* The device, a PD and one registered buffer. */
 static inline void
-pair_open(struct pair *p, const struct pair_opts *o)
+pair_open_mem(struct pair *p, const struct pair_opts *o)
 {
 	struct ibv_port_attr pa;
-	int i;
 
 	memset(p, 0, sizeof(*p));
 	p->list = ibv_get_device_list(NULL);
@@ -63,6 +65,14 @@ pair_open(struct pair *p, const struct pair_opts *o)
 	memset(p->buf, 0, p->len);
 	p->mr = ibv_reg_mr(p->pd, p->buf, p->len, o->mr_access);
 	CHECK(p->mr != NULL, "reg_mr errno %d", errno);
+}
+
+static inline void
+pair_open(struct pair *p, const struct pair_opts *o)
+{
+	int i;
+
+	pair_open_mem(p, o);
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_init_attr ia = {
 			.qp_type = IBV_QPT_RC,
@@ -82,6 +92,46 @@ pair_open(struct pair *p, const struct pair_opts *o)
 		ia.send_cq = ia.recv_cq = p->cq[i];
 		p->qp[i] = ibv_create_qp(p->pd, &ia);
 		CHECK(p->qp[i] != NULL, "create_qp errno %d", errno);
+	}
+}
+
+/* pair_open with extended CQs reporting @wc_flags and QPs with @send_ops. */
+static inline void
+pair_open_ex(struct pair *p, const struct pair_opts *o, uint64_t wc_flags,
+	     uint64_t send_ops)
+{
+	int i;
+
+	pair_open_mem(p, o);
+	for (i = 0; i < 2; i++) {
+		struct ibv_cq_init_attr_ex ca = {
+			.cqe = 2 * o->max_wr + 16,
+			.wc_flags = wc_flags,
+		};
+		struct ibv_qp_init_attr_ex ia = {
+			.qp_type = IBV_QPT_RC,
+			.cap = {
+				.max_send_wr = o->max_wr,
+				.max_recv_wr = o->max_wr,
+				.max_send_sge = o->max_sge,
+				.max_recv_sge = o->max_sge,
+				.max_inline_data = o->max_inline,
+			},
+			.sq_sig_all = o->sq_sig_all,
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = p->pd,
+			.send_ops_flags = send_ops,
+		};
+
+		p->cqx[i] = ibv_create_cq_ex(p->ctx, &ca);
+		CHECK(p->cqx[i] != NULL, "create_cq_ex errno %d", errno);
+		p->cq[i] = ibv_cq_ex_to_cq(p->cqx[i]);
+		ia.send_cq = ia.recv_cq = p->cq[i];
+		p->qp[i] = ibv_create_qp_ex(p->ctx, &ia);
+		CHECK(p->qp[i] != NULL, "create_qp_ex errno %d", errno);
+		p->qpx[i] = ibv_qp_to_qp_ex(p->qp[i]);
+		CHECK(p->qpx[i] != NULL, "ibv_qp_to_qp_ex");
 	}
 }
 

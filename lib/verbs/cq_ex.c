@@ -60,9 +60,9 @@ load_entry(struct ibv_cq_ex *cqx)
 	struct ib_cq *cq = to_xcq(cqx);
 	const struct ibv_wc *e = find_entry(cq);
 
+	cq->ex_cur = e;
 	if (e == NULL)
 		return ENOENT;
-	cq->ex_cur = e;
 	cqx->status = e->status;
 	cqx->wr_id = e->wr_id;
 	return 0;
@@ -91,7 +91,11 @@ start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 static int
 next_poll(struct ibv_cq_ex *cqx)
 {
-	to_xcq(cqx)->ex_pos++;
+	struct ib_cq *cq = to_xcq(cqx);
+
+	/* After ENOENT there is no current entry to step over. */
+	if (cq->ex_cur != NULL)
+		cq->ex_pos++;
 	return load_entry(cqx);
 }
 
@@ -99,14 +103,9 @@ static void
 end_poll(struct ibv_cq_ex *cqx)
 {
 	struct ib_cq *cq = to_xcq(cqx);
-	uint32_t pos = cq->ex_pos;
 
-	/* After ENOENT from next_poll, ex_pos is already one past the last
-	 * entry read; otherwise the current entry is consumed too.
-	 */
-	if (pos != cq->q.prod_cache)
-		pos++;
-	ib_queue_consume(&cq->q, pos);
+	/* After ENOENT from next_poll there is no current entry to consume. */
+	ib_queue_consume(&cq->q, cq->ex_pos + (cq->ex_cur != NULL));
 	cq->ex_cur = NULL;
 	rte_spinlock_unlock(&cq->poll_lock);
 }

@@ -20,6 +20,9 @@
 
 static int dpib_query_port_ex(struct ibv_context *ctx, uint8_t port,
 			      struct ibv_port_attr *attr, size_t len);
+static int dpib_query_device_ex(struct ibv_context *ctx,
+				const struct ibv_query_device_ex_input *input,
+				struct ibv_device_attr_ex *attr, size_t len);
 
 struct ibv_device **
 ibv_get_device_list(int *num_devices)
@@ -94,6 +97,9 @@ ibv_open_device(struct ibv_device *device)
 	c->dev = container_of(device, struct dpib_device, ibv);
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.query_port = dpib_query_port_ex;
+	c->vctx.query_device_ex = dpib_query_device_ex;
+	c->vctx.create_cq_ex = dpib_create_cq_ex;
+	c->vctx.create_qp_ex = dpib_create_qp_ex;
 	ctx = &c->vctx.context;
 	ctx->device = device;
 	ctx->cmd_fd = -1;
@@ -130,6 +136,35 @@ int
 ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 {
 	return ib_dev_query(ctx_hw(ctx), attr);
+}
+
+/*
+ * Nothing beyond the classic attributes exists yet: no completion
+ * timestamps (clock 0), device memory, ODP, TSO, RSS, tag matching, packet
+ * pacing or CQ moderation, so those fields stay 0. @len is the caller's
+ * idea of the structure's size.
+ */
+static int
+dpib_query_device_ex(struct ibv_context *ctx,
+		     const struct ibv_query_device_ex_input *input,
+		     struct ibv_device_attr_ex *attr, size_t len)
+{
+	struct ibv_device_attr_ex full;
+	int err;
+
+	if (input != NULL && input->comp_mask != 0)
+		return EINVAL;
+	if (len < sizeof(attr->orig_attr))
+		return EINVAL;
+	memset(&full, 0, sizeof(full));
+	err = ib_dev_query(ctx_hw(ctx), &full.orig_attr);
+	if (err)
+		return err;
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+	memset(attr, 0, len);
+	memcpy(attr, &full, RTE_MIN(len, sizeof(full)));
+	return 0;
 }
 
 static int

@@ -60,6 +60,14 @@ void dpib_events_forget(struct ibv_context *ctx, void *ibv_obj,
 			const uint32_t *completed, const uint32_t *reported);
 void dpib_cq_events_forget(struct ib_cq *cq);
 
+/* cq_ex.c */
+struct ibv_cq_ex *dpib_create_cq_ex(struct ibv_context *ctx,
+				    struct ibv_cq_init_attr_ex *attr);
+
+/* qp_ex.c */
+struct ibv_qp *dpib_create_qp_ex(struct ibv_context *ctx,
+				 struct ibv_qp_init_attr_ex *attr);
+
 /* eal.c */
 int dpib_global_init(void);
 struct dpib_device *dpib_devices(unsigned int *n);

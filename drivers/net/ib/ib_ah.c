@@ -24,12 +24,11 @@ ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr, struct ib_ah **out)
 	ah = rte_zmalloc("ib_ah", sizeof(*ah), RTE_CACHE_LINE_SIZE);
 	if (ah == NULL)
 		return ENOMEM;
-	err = ib_path_set(dev, 0, attr, ah->hdr);
+	err = ib_path_set(dev, 0, attr, ah->hdr, &ah->dip, &ah->resolved);
 	if (err) {
 		rte_free(ah);
 		return err;
 	}
-	memcpy(&ah->dip, ah->hdr + RTE_ETHER_HDR_LEN + 16, 4);
 	ah->attr = *attr;
 	*out = ah;
 	return 0;

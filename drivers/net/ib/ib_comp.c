@@ -292,7 +292,9 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	if (qp->comp.deadline == 0 || now < qp->comp.deadline)
 		return;
 	ib_count(qp->dev, IB_CNT_RETRANSMIT);
-	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0) {
+	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0 &&
+	    (qp->path.resolved || qp->comp.wqe_idx ==
+	     __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE))) {
 		qp->comp.deadline = 0;
 		return;
 	}

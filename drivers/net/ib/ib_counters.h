@@ -9,6 +9,8 @@
 	X(TX_PKTS,		"tx_packets") \
 	X(RX_PKTS,		"rx_packets") \
 	X(TX_DROP_NOMBUF,	"tx_drop_no_mbuf") \
+	X(TX_DROP_FULL,		"tx_drop_queue_full") \
+	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
 	X(RX_BAD_LEN,		"rx_drop_bad_length") \
 	X(RX_BAD_ICRC,		"rx_drop_bad_icrc") \
@@ -30,7 +32,17 @@
 	X(NAK_RCVD,		"nak_received") \
 	X(ACK_SENT,		"ack_sent") \
 	X(RETRANSMIT,		"retransmit_timeout") \
-	X(CQ_OVERRUN,		"cq_overrun")
+	X(CQ_OVERRUN,		"cq_overrun") \
+	X(ARP_RX,		"arp_rx") \
+	X(ARP_RX_MALFORMED,	"arp_rx_drop_malformed") \
+	X(ARP_RX_UNSUPPORTED,	"arp_rx_drop_unsupported") \
+	X(ARP_RX_IGNORED,	"arp_rx_ignored") \
+	X(ARP_IP_CONFLICT,	"arp_ip_conflict") \
+	X(ARP_REQUEST_SENT,	"arp_request_sent") \
+	X(ARP_REPLY_SENT,	"arp_reply_sent") \
+	X(GARP_SENT,		"arp_gratuitous_sent") \
+	X(ARP_FAILED,		"arp_resolve_failed") \
+	X(ARP_TABLE_FULL,	"arp_table_full")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

@@ -147,6 +147,11 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		goto err;
 	}
 	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu);
+	ret = ib_neigh_init(dev);
+	if (ret != 0)
+		goto err;
+	ib_neigh_announce(dev);		/* gratuitous ARP: the port is up */
+	ib_tx_flush(dev);
 
 	/* RoCEv2 GID 0: the IPv4 address, IPv4-mapped (::ffff:a.b.c.d). */
 	memset(&dev->gid, 0, sizeof(dev->gid));
@@ -170,6 +175,8 @@ void
 ib_dev_destroy(struct ib_dev *dev)
 {
 	ib_engine_detach(dev);
+	if (dev->neigh != NULL)
+		ib_neigh_fini(dev);
 	rte_ring_free(dev->db_ring);
 	rte_free(dev->qp_tbl);
 	rte_free(dev->mr_tbl);

@@ -137,6 +137,7 @@ ib_engine_poll(struct ib_dev *dev)
 	unsigned int i, n, work;
 	uint64_t now;
 
+	ib_neigh_timer(dev, rte_rdtsc());
 	n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
 	for (i = 0; i < n; i++)
 		ib_rx(dev, pkts[i]);

@@ -57,6 +57,7 @@ extern int ib_logtype_dp;
 
 struct ib_dev;
 struct ib_engine;
+struct ib_neigh;
 
 /* Device configuration, filled by lib/verbs from the config file. */
 struct ib_dev_conf {
@@ -172,6 +173,7 @@ struct ib_ah {
 	struct ibv_ah_attr attr;
 	uint8_t hdr[IB_HDR_ROOM];
 	uint32_t dip;			/* network order */
+	uint8_t resolved;		/* engine: hdr holds the MAC */
 };
 
 /* Engine-private bookkeeping of each SQ slot. */
@@ -191,6 +193,8 @@ struct ib_sge_cursor {
 /* Where the QP sends to: set at RTR (IBA 10.2.4 primary path). */
 struct ib_path {
 	uint8_t hdr[IB_HDR_ROOM];	/* Eth + IPv4 + UDP template */
+	uint32_t dip;			/* destination IPv4, network order */
+	uint8_t resolved;		/* hdr holds the destination MAC */
 	uint32_t mtu;			/* path MTU in bytes */
 	uint32_t dest_qpn;
 };
@@ -250,14 +254,27 @@ struct ib_resp {
 };
 
 /*
+ * Bound on a QP's max_inline: ib_qp_create sizes the SQ stride for
+ * max(SGE list, inline bytes) and rounds it up to 64 bytes.
+ */
+#define IB_WR_INLINE_MAX \
+	((IB_MAX_SGE * sizeof(struct ibv_sge) > IB_MAX_INLINE ? \
+	  IB_MAX_SGE * sizeof(struct ibv_sge) : IB_MAX_INLINE) + 64)
+
+/*
  * The ibv_wr_* batch between wr_start and wr_complete (lib/verbs/qp_ex.c):
  * WRs are written into the SQ slots past the producer index under sq_lock,
  * then published together or dropped.
  */
 struct ib_wr_batch {
 	struct ibv_send_wr wr;	/* the WR being built, not yet in the SQ */
+	union {			/* its data, copied when the setter ran */
+		struct ibv_sge sge[IB_MAX_SGE];
+		uint8_t inline_data[IB_WR_INLINE_MAX];
+	};
+	struct ibv_sge inline_sge;	/* wr's view of inline_data */
 	uint32_t n;		/* WRs written past the producer index */
-	int open;		/* wr still waits for its data setter */
+	int open;		/* wr is being built */
 	int err;		/* first error: wr_complete drops the batch */
 };
 
@@ -342,6 +359,7 @@ struct ib_dev {
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
+	struct ib_neigh *neigh;		/* ARP table (ib_arp.c) */
 };
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)
@@ -480,9 +498,9 @@ void ib_engine_shutdown(void);
 /* ib_net.c */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
 			      uint32_t paylen, uint8_t **bth, uint8_t **payload);
-struct rte_mbuf *ib_pkt_alloc_hdr(struct ib_qp *qp, const uint8_t *hdr,
-				  uint8_t opcode, uint32_t paylen,
-				  uint8_t **bth, uint8_t **payload);
+struct rte_mbuf *ib_pkt_alloc_ah(struct ib_qp *qp, struct ib_ah *ah,
+				 uint8_t opcode, uint32_t paylen,
+				 uint8_t **bth, uint8_t **payload);
 void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,
 		int ackreq, uint32_t psn);
 uint16_t ib_udp_sport(uint32_t qpn);
@@ -491,7 +509,9 @@ int ib_tx_room(const struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
-		uint8_t hdr[IB_HDR_ROOM]);
+		uint8_t hdr[IB_HDR_ROOM], uint32_t *dip, uint8_t *resolved);
+int ib_hdr_resolve(struct ib_dev *dev, uint8_t *hdr, uint32_t dip,
+		   uint8_t *resolved);
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 
@@ -511,5 +531,20 @@ void ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
 void ib_comp_timer(struct ib_qp *qp, uint64_t now);
 void ib_comp_kick(struct ib_qp *qp);
 int ib_qp_busy(const struct ib_qp *qp);
+
+/* ib_arp.c: IPv4 neighbours, engine lcore only */
+#define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
+#define IB_NEIGH_MAX		768	/* entries: a 75% load keeps probes short */
+#define IB_NEIGH_RETRY_MS	100	/* between requests for one address */
+#define IB_NEIGH_TRIES		5	/* requests before the address fails */
+#define IB_NEIGH_REACHABLE_MS	60000	/* life of a learned MAC */
+#define IB_NEIGH_FAILED_MS	5000	/* how long a failure is remembered */
+int ib_neigh_init(struct ib_dev *dev);
+void ib_neigh_fini(struct ib_dev *dev);
+int ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m);
+int ib_neigh_lookup(struct ib_dev *dev, uint32_t ip, struct rte_ether_addr *mac);
+void ib_neigh_timer(struct ib_dev *dev, uint64_t now);
+void ib_neigh_announce(struct ib_dev *dev);
+int ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m);
 
 #endif /* IB_HCA_H */

@@ -108,7 +108,7 @@ ib_udp_sport(uint32_t qpn)
  */
 int
 ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
-	    uint8_t hdr[IB_HDR_ROOM])
+	    uint8_t hdr[IB_HDR_ROOM], uint32_t *dipp, uint8_t *resolved)
 {
 	struct rte_ether_hdr *eth = (void *)hdr;
 	struct rte_ipv4_hdr *ip = (void *)(hdr + IP_OFF);
@@ -116,6 +116,7 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	uint32_t dip = dev->conf.ip;
 	uint8_t ttl = 64, tos = 0;
 
+	*resolved = 1;
 	if (ah->is_global) {
 		if (gid_to_ipv4(&ah->grh.dgid, &dip) != 0)
 			return EAFNOSUPPORT;
@@ -132,7 +133,11 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	} else if (dip == dev->conf.ip) {
 		rte_ether_addr_copy(&dev->mac, &eth->dst_addr);
 	} else {
-		return EHOSTUNREACH;
+		/* The engine fills the MAC in once ARP has it; until then
+		 * nothing is sent on this path.
+		 */
+		memset(&eth->dst_addr, 0, sizeof(eth->dst_addr));
+		*resolved = 0;
 	}
 	rte_ether_addr_copy(&dev->mac, &eth->src_addr);
 	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
@@ -147,6 +152,27 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	udp->src_port = rte_cpu_to_be_16(ib_udp_sport(qpn));
 	udp->dst_port = rte_cpu_to_be_16(IB_UDP_PORT);
 	udp->dgram_cksum = 0;
+	*dipp = dip;
+	return 0;
+}
+
+/* Engine: put the destination MAC into a template once it is known. */
+int
+ib_hdr_resolve(struct ib_dev *dev, uint8_t *hdr, uint32_t dip,
+	       uint8_t *resolved)
+{
+	struct rte_ether_addr mac;
+	int ret;
+
+	if (likely(*resolved))
+		return 0;
+	ret = ib_neigh_lookup(dev, dip, &mac);
+	if (ret != 0) {
+		ib_count(dev, IB_CNT_TX_WAIT_NEIGH);
+		return ret;
+	}
+	rte_ether_addr_copy(&mac, &((struct rte_ether_hdr *)hdr)->dst_addr);
+	*resolved = 1;
 	return 0;
 }
 
@@ -155,17 +181,34 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
  * Returns the mbuf with its BTH at *bth (to be filled by bth_set) and the
  * payload at *payload; NULL when the pool is empty.
  */
+static struct rte_mbuf *
+pkt_alloc(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload);
+
+/* NULL too while the path's destination MAC is not known yet. */
 struct rte_mbuf *
 ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 	     uint8_t **bth, uint8_t **payload)
 {
-	return ib_pkt_alloc_hdr(qp, qp->path.hdr, opcode, paylen, bth, payload);
+	if (ib_hdr_resolve(qp->dev, qp->path.hdr, qp->path.dip,
+			   &qp->path.resolved) != 0)
+		return NULL;
+	return pkt_alloc(qp, qp->path.hdr, opcode, paylen, bth, payload);
 }
 
-/* The same, to the destination of header template @hdr (an AH's). */
+/* The same, to the destination of an address handle. */
 struct rte_mbuf *
-ib_pkt_alloc_hdr(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
-		 uint32_t paylen, uint8_t **bth, uint8_t **payload)
+ib_pkt_alloc_ah(struct ib_qp *qp, struct ib_ah *ah, uint8_t opcode,
+		uint32_t paylen, uint8_t **bth, uint8_t **payload)
+{
+	if (ib_hdr_resolve(qp->dev, ah->hdr, ah->dip, &ah->resolved) != 0)
+		return NULL;
+	return pkt_alloc(qp, ah->hdr, opcode, paylen, bth, payload);
+}
+
+static struct rte_mbuf *
+pkt_alloc(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload)
 {
 	const struct ib_opcode_info *info = &ib_opcode[opcode];
 	struct ib_dev *dev = qp->dev;
@@ -231,7 +274,26 @@ ib_tx_flush(struct ib_dev *dev)
 	dev->tx_n -= sent;
 }
 
-/* Seal (ICRC) and queue a packet; the port takes it at the next flush. */
+/*
+ * Queue a frame as it is (ARP); the port takes it at the next flush. A
+ * burst's worth is handed over at once; a port that still takes nothing
+ * makes the frame a drop.
+ */
+int
+ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	if (dev->tx_n >= IB_TX_BURST)
+		ib_tx_flush(dev);
+	if (unlikely(dev->tx_n == IB_TX_PENDING)) {
+		ib_count(dev, IB_CNT_TX_DROP_FULL);
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	dev->tx_pending[dev->tx_n++] = m;
+	return 0;
+}
+
+/* Seal a RoCEv2 packet with its ICRC and queue it. */
 int
 ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 {
@@ -241,15 +303,7 @@ ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 	rte_le32_t le = rte_cpu_to_le_32(crc);
 
 	memcpy(p + ETH_LEN + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
-	if (dev->tx_n >= IB_TX_BURST)
-		ib_tx_flush(dev);
-	if (unlikely(dev->tx_n == IB_TX_PENDING)) {
-		ib_count(dev, IB_CNT_TX_DROP_NOMBUF);
-		rte_pktmbuf_free(m);
-		return -ENOBUFS;
-	}
-	dev->tx_pending[dev->tx_n++] = m;
-	return 0;
+	return ib_tx_raw(dev, m);
 }
 
 static int
@@ -290,9 +344,13 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		goto drop_len;
 	p = rte_pktmbuf_mtod(m, uint8_t *);
 	len = rte_pktmbuf_data_len(m);
+	eth = (const void *)p;
+	if (len >= RTE_ETHER_HDR_LEN &&
+	    eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP) &&
+	    ib_neigh_rx(dev, m))
+		return;
 	if (len < BTH_OFF + IB_BTH_LEN + IB_ICRC_LEN)
 		goto not_roce;
-	eth = (const void *)p;
 	ip = (const void *)(p + IP_OFF);
 	udp = (const void *)(p + UDP_OFF);
 	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||

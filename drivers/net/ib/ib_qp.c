@@ -379,6 +379,8 @@ struct qp_modify {
 	struct ibv_qp_attr attr;
 	int mask;
 	uint8_t hdr[IB_HDR_ROOM];
+	uint32_t dip;
+	uint8_t resolved;
 };
 
 static uint64_t
@@ -412,6 +414,8 @@ qp_modify_apply(void *arg)
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = a->ah_attr;
 		memcpy(qp->path.hdr, m->hdr, sizeof(m->hdr));
+		qp->path.dip = m->dip;
+		qp->path.resolved = m->resolved;
 	}
 	if (mask & IBV_QP_PATH_MTU) {
 		qp->attr.path_mtu = a->path_mtu;
@@ -520,7 +524,7 @@ ib_qp_modify(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask)
 		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		err = ib_path_set(qp->dev, qp->ibv.qp_num, &attr->ah_attr,
-				  m.hdr);
+				  m.hdr, &m.dip, &m.resolved);
 		if (err)
 			return err;
 	}

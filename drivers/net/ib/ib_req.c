@@ -120,7 +120,7 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 
 	if (w->length > qp->path.mtu)
 		return -EMSGSIZE;
-	m = ib_pkt_alloc_hdr(qp, ah->hdr, op, w->length, &bth, &pay);
+	m = ib_pkt_alloc_ah(qp, ah, op, w->length, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
 	ib_pkt_bth(bth, op, !!(w->flags & IBV_SEND_SOLICITED), w->rkey, 0,
@@ -332,6 +332,12 @@ ib_req_run(struct ib_qp *qp)
 			ib_comp_kick(qp);
 			return;
 		case REQ_STOP:
+			/* Waiting for ARP counts against the transport timer
+			 * like an unanswered request (IBA 9.7.6.1.3).
+			 */
+			if (!qp->path.resolved && qp->comp.deadline == 0 &&
+			    qp->timeout_tsc && qp->ibv.qp_type != IBV_QPT_UD)
+				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 			return;
 		}
 	}

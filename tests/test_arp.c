@@ -1,0 +1,935 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * The ARP neighbour module against RFC 826 and its own timing contract:
+ * what it answers, what it learns, when it asks again, when it gives up
+ * and when it forgets.
+ *
+ * The device is built by hand on a ring port whose TX queue is its RX
+ * queue, so every frame the module queues is read back with
+ * rte_eth_rx_burst after ib_tx_flush. Time is only what the test passes
+ * to ib_neigh_timer.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <unistd.h>
+#include <rte_arp.h>
+#include <rte_bus_vdev.h>
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_malloc.h>
+
+#include "check.h"
+#include "ib_hca.h"
+
+#define ARP_FRAME_LEN	60	/* 14 + 28, padded to the Ethernet minimum */
+#define NB_MBUF		4095
+#define MAX_FRAMES	64
+
+#define IPV4(a, b, c, d) \
+	rte_cpu_to_be_32((uint32_t)(a) << 24 | (b) << 16 | (c) << 8 | (d))
+
+static const struct rte_ether_addr our_mac = {
+	.addr_bytes = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x01 } };
+static const struct rte_ether_addr peer_mac = {
+	.addr_bytes = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x02 } };
+static const struct rte_ether_addr other_mac = {
+	.addr_bytes = { 0x02, 0x00, 0x00, 0x00, 0x00, 0x03 } };
+static const struct rte_ether_addr bcast = {
+	.addr_bytes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } };
+static const struct rte_ether_addr zero_mac;
+
+static uint32_t our_ip, peer_ip, other_ip;
+
+static char runtime_dir[PATH_MAX];
+static int eal_running;
+static struct rte_mempool *pool;
+static struct ib_dev *dev;
+static uint64_t now;		/* the time last given to ib_neigh_timer */
+
+static void
+eal_up(void)
+{
+	char prefix[64];
+	char *argv[] = {
+		"test_arp", "--no-huge", "--no-shconf", "-m", "64",
+		"--no-pci", prefix, "--log-level=lib.*:error", "-l", "0",
+	};
+	int ret;
+
+	snprintf(prefix, sizeof(prefix), "--file-prefix=ta%d", getpid());
+	ret = rte_eal_init(RTE_DIM(argv), argv);
+	CHECK(ret >= 0, "rte_eal_init: %d (rte_errno %d)", ret, rte_errno);
+	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
+		 rte_eal_get_runtime_dir());
+	eal_running = 1;
+}
+
+/* EAL leaves its runtime directory behind; a test must leave nothing. */
+static void
+eal_down(void)
+{
+	struct dirent *e;
+	char *slash;
+	DIR *d;
+
+	if (!eal_running)
+		return;
+	eal_running = 0;
+	rte_eal_cleanup();
+	d = opendir(runtime_dir);
+	if (d != NULL) {
+		while ((e = readdir(d)) != NULL) {
+			char path[PATH_MAX + 256];
+
+			if (strcmp(e->d_name, ".") == 0 ||
+			    strcmp(e->d_name, "..") == 0)
+				continue;
+			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
+				 e->d_name);
+			unlink(path);
+		}
+		closedir(d);
+	}
+	rmdir(runtime_dir);
+	slash = strrchr(runtime_dir, '/');
+	if (slash != NULL && slash != runtime_dir) {
+		*slash = '\0';
+		rmdir(runtime_dir);
+	}
+}
+
+/* net_ring without rings given: queue i transmits into what it receives. */
+static uint16_t
+loop_port(void)
+{
+	struct rte_eth_conf conf = { 0 };
+	char name[RTE_DEV_NAME_MAX_LEN];
+	uint16_t port;
+
+	snprintf(name, sizeof(name), "net_ring_ta%d", getpid());
+	CHECK(rte_vdev_init(name, NULL) == 0, "create %s", name);
+	CHECK(rte_eth_dev_get_port_by_name(name, &port) == 0, "find %s", name);
+	CHECK(rte_eth_dev_configure(port, 1, 1, &conf) == 0, "configure");
+	CHECK(rte_eth_rx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL,
+				     pool) == 0, "rx queue");
+	CHECK(rte_eth_tx_queue_setup(port, 0, 1024, SOCKET_ID_ANY, NULL) == 0,
+	      "tx queue");
+	CHECK(rte_eth_dev_start(port) == 0, "start");
+	return port;
+}
+
+static void
+setup(void)
+{
+	our_ip = IPV4(192, 0, 2, 1);
+	peer_ip = IPV4(192, 0, 2, 2);
+	other_ip = IPV4(192, 0, 2, 3);
+	pool = rte_pktmbuf_pool_create("ta_pool", NB_MBUF, 0, 0,
+				       RTE_MBUF_DEFAULT_BUF_SIZE,
+				       SOCKET_ID_ANY);
+	CHECK(pool != NULL, "mbuf pool: rte_errno %d", rte_errno);
+	dev = rte_zmalloc("ta_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE);
+	CHECK(dev != NULL, "device");
+	dev->conf.ip = our_ip;
+	dev->mac = our_mac;
+	dev->pool = pool;
+	dev->port_id = loop_port();
+}
+
+static uint64_t
+tsc_ms(uint64_t ms)
+{
+	return rte_get_tsc_hz() * ms / 1000;	/* as ib_neigh_init converts */
+}
+
+static void
+tick(uint64_t t)
+{
+	now = t;
+	ib_neigh_timer(dev, now);
+}
+
+/*
+ * Up to @max frames the module sent since the last call, oldest first:
+ * what the port holds, then what is still in tx_pending.
+ */
+static unsigned int
+sent(struct rte_mbuf **out, unsigned int max)
+{
+	unsigned int n = 0;
+	uint16_t k;
+
+	while (n < max) {
+		k = rte_eth_rx_burst(dev->port_id, 0, out + n,
+				     RTE_MIN(max - n, 32u));
+		n += k;
+		if (k > 0)
+			continue;
+		if (dev->tx_n == 0)
+			break;
+		ib_tx_flush(dev);
+		CHECK(rte_eth_rx_burst(dev->port_id, 0, out + n, 0) == 0 &&
+		      dev->tx_n < IB_TX_PENDING, "the port takes nothing");
+	}
+	return n;
+}
+
+/* How many frames went out, all discarded. */
+static unsigned int
+drain(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	unsigned int n, total = 0;
+
+	while ((n = sent(m, MAX_FRAMES)) > 0) {
+		rte_pktmbuf_free_bulk(m, n);
+		total += n;
+	}
+	return total;
+}
+
+/* A clean module, counters at zero, and its clock at a known point. */
+static void
+fresh(void)
+{
+	drain();
+	ib_neigh_fini(dev);
+	CHECK(ib_neigh_init(dev) == 0, "ib_neigh_init");
+	memset(dev->cnt, 0, sizeof(dev->cnt));
+	tick(rte_rdtsc());
+}
+
+/* The test returned every mbuf it took and the module kept none. */
+static void
+no_leak(void)
+{
+	CHECK(drain() == 0, "unchecked frames were sent");
+	CHECK(rte_mempool_avail_count(pool) == NB_MBUF,
+	      "%u of %u mbufs in the pool", rte_mempool_avail_count(pool),
+	      NB_MBUF);
+}
+
+static struct rte_mbuf *
+arp_frame(const struct rte_ether_addr *dst, uint16_t op,
+	  const struct rte_ether_addr *sha, uint32_t sip,
+	  const struct rte_ether_addr *tha, uint32_t tip)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct rte_ether_hdr *eth;
+	struct rte_arp_hdr *arp;
+
+	CHECK(m != NULL, "no mbuf for a test frame");
+	eth = (void *)rte_pktmbuf_append(m, ARP_FRAME_LEN);
+	CHECK(eth != NULL, "no room for a test frame");
+	memset(eth, 0, ARP_FRAME_LEN);
+	eth->dst_addr = *dst;
+	eth->src_addr = *sha;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
+	arp = (void *)(eth + 1);
+	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
+	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	arp->arp_hlen = 6;
+	arp->arp_plen = 4;
+	arp->arp_opcode = rte_cpu_to_be_16(op);
+	arp->arp_data.arp_sha = *sha;
+	arp->arp_data.arp_sip = sip;
+	arp->arp_data.arp_tha = *tha;
+	arp->arp_data.arp_tip = tip;
+	return m;
+}
+
+static struct rte_arp_hdr *
+arp_of(struct rte_mbuf *m)
+{
+	return rte_pktmbuf_mtod_offset(m, struct rte_arp_hdr *,
+				       RTE_ETHER_HDR_LEN);
+}
+
+static void
+rx_arp(struct rte_mbuf *m)
+{
+	CHECK(ib_neigh_rx(dev, m) == 1, "an ARP frame was not taken");
+}
+
+static void
+request_from(const struct rte_ether_addr *sha, uint32_t sip, uint32_t tip)
+{
+	rx_arp(arp_frame(&bcast, RTE_ARP_OP_REQUEST, sha, sip, &zero_mac, tip));
+}
+
+static void
+reply_from(const struct rte_ether_addr *sha, uint32_t sip)
+{
+	rx_arp(arp_frame(&our_mac, RTE_ARP_OP_REPLY, sha, sip, &our_mac,
+			 our_ip));
+}
+
+/* Every field of a frame the module built: RFC 826 packet format. */
+static void
+check_frame(struct rte_mbuf *m, const struct rte_ether_addr *dst,
+	    uint16_t op, const struct rte_ether_addr *tha, uint32_t tip)
+{
+	const struct rte_ether_hdr *eth;
+	const struct rte_arp_hdr *arp;
+	const uint8_t *p;
+	struct rte_ether_addr a;
+	unsigned int i;
+
+	CHECK(rte_pktmbuf_pkt_len(m) == ARP_FRAME_LEN &&
+	      rte_pktmbuf_data_len(m) == ARP_FRAME_LEN,
+	      "frame of %u bytes", rte_pktmbuf_pkt_len(m));
+	eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	arp = arp_of(m);
+	CHECK(rte_is_same_ether_addr(&eth->dst_addr, dst), "Ethernet dst");
+	CHECK(rte_is_same_ether_addr(&eth->src_addr, &our_mac), "Ethernet src");
+	CHECK(eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP),
+	      "EtherType %#x", rte_be_to_cpu_16(eth->ether_type));
+	CHECK(arp->arp_hardware == rte_cpu_to_be_16(1), "htype %u",
+	      rte_be_to_cpu_16(arp->arp_hardware));
+	CHECK(arp->arp_protocol == rte_cpu_to_be_16(0x0800), "ptype %#x",
+	      rte_be_to_cpu_16(arp->arp_protocol));
+	CHECK(arp->arp_hlen == 6 && arp->arp_plen == 4, "hlen %u plen %u",
+	      arp->arp_hlen, arp->arp_plen);
+	CHECK(arp->arp_opcode == rte_cpu_to_be_16(op), "op %u, want %u",
+	      rte_be_to_cpu_16(arp->arp_opcode), op);
+	a = arp->arp_data.arp_sha;
+	CHECK(rte_is_same_ether_addr(&a, &our_mac), "sender MAC");
+	CHECK(arp->arp_data.arp_sip == our_ip, "sender IP %#x",
+	      rte_be_to_cpu_32(arp->arp_data.arp_sip));
+	a = arp->arp_data.arp_tha;
+	CHECK(rte_is_same_ether_addr(&a, tha), "target MAC");
+	CHECK(arp->arp_data.arp_tip == tip, "target IP %#x, want %#x",
+	      rte_be_to_cpu_32(arp->arp_data.arp_tip), rte_be_to_cpu_32(tip));
+	/* No ICRC or anything else written behind the ARP packet. */
+	p = rte_pktmbuf_mtod(m, const uint8_t *);
+	for (i = RTE_ETHER_HDR_LEN + sizeof(*arp); i < ARP_FRAME_LEN; i++)
+		CHECK(p[i] == 0, "padding byte %u is %#x", i, p[i]);
+}
+
+/* Exactly one frame went out: a broadcast request for @ip. */
+static void
+expect_request(uint32_t ip)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	unsigned int n = sent(m, MAX_FRAMES);
+
+	CHECK(n == 1, "%u frames sent, want one request", n);
+	check_frame(m[0], &bcast, RTE_ARP_OP_REQUEST, &zero_mac, ip);
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+static void
+expect_silence(const char *when)
+{
+	unsigned int n = drain();
+
+	CHECK(n == 0, "%u frames sent %s", n, when);
+}
+
+static void
+expect_mac(uint32_t ip, const struct rte_ether_addr *want)
+{
+	struct rte_ether_addr mac;
+	int ret = ib_neigh_lookup(dev, ip, &mac);
+
+	CHECK(ret == 0, "lookup %#x: %d", rte_be_to_cpu_32(ip), ret);
+	CHECK(rte_is_same_ether_addr(&mac, want), "lookup %#x: wrong MAC",
+	      rte_be_to_cpu_32(ip));
+}
+
+static int
+lookup(uint32_t ip)
+{
+	struct rte_ether_addr mac;
+
+	return ib_neigh_lookup(dev, ip, &mac);
+}
+
+/* RFC 826: a request for our address is answered to its sender. */
+static void
+reply_to_request_for_our_ip(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	unsigned int n;
+
+	fresh();
+	request_from(&peer_mac, peer_ip, our_ip);
+	n = sent(m, MAX_FRAMES);
+	CHECK(n == 1, "%u frames sent, want one reply", n);
+	check_frame(m[0], &peer_mac, RTE_ARP_OP_REPLY, &peer_mac, peer_ip);
+	rte_pktmbuf_free_bulk(m, n);
+	CHECK(dev->cnt[IB_CNT_ARP_RX] == 1 &&
+	      dev->cnt[IB_CNT_ARP_REPLY_SENT] == 1, "counters rx %" PRIu64
+	      " reply %" PRIu64, dev->cnt[IB_CNT_ARP_RX],
+	      dev->cnt[IB_CNT_ARP_REPLY_SENT]);
+	/* The requester is learned: no request needed to answer it. */
+	expect_mac(peer_ip, &peer_mac);
+	expect_silence("resolving a requester");
+	no_leak();
+}
+
+/* Requests for other hosts are theirs to answer, and teach us nothing. */
+static void
+no_reply_for_other_ip(void)
+{
+	fresh();
+	request_from(&peer_mac, peer_ip, other_ip);
+	expect_silence("for a request to another host");
+	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(dev->cnt[IB_CNT_ARP_REPLY_SENT] == 0, "reply counted");
+	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a foreign request");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/* Other EtherTypes are the caller's: untouched and not freed. */
+static void
+non_arp_left_alone(void)
+{
+	struct rte_mbuf *m = arp_frame(&our_mac, RTE_ARP_OP_REQUEST, &peer_mac,
+				       peer_ip, &zero_mac, our_ip);
+	struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, struct rte_ether_hdr *);
+
+	fresh();
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
+	CHECK(ib_neigh_rx(dev, m) == 0, "an IPv4 frame was taken");
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+	CHECK(ib_neigh_rx(dev, m) == 0, "a VLAN frame was taken");
+	rte_pktmbuf_trim(m, ARP_FRAME_LEN - 10);
+	CHECK(ib_neigh_rx(dev, m) == 0, "a 10-byte frame was taken");
+	CHECK(rte_mbuf_refcnt_read(m) == 1 && rte_pktmbuf_data_len(m) == 10,
+	      "the frame was changed");
+	rte_pktmbuf_free(m);
+	CHECK(dev->cnt[IB_CNT_ARP_RX] == 0, "counted as ARP");
+	expect_silence("for non-ARP frames");
+	no_leak();
+}
+
+/* An unknown address costs one broadcast request, not one per lookup. */
+static void
+unknown_ip_sends_one_request(void)
+{
+	uint64_t t0;
+
+	fresh();
+	t0 = now;
+	CHECK(lookup(peer_ip) == -EAGAIN, "first lookup");
+	expect_request(peer_ip);
+	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 1, "requests %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_REQUEST_SENT]);
+	CHECK(lookup(peer_ip) == -EAGAIN, "second lookup");
+	expect_silence("on a second lookup");
+	tick(t0 + tsc_ms(IB_NEIGH_RETRY_MS) - 1);
+	CHECK(lookup(peer_ip) == -EAGAIN, "lookup before the retry");
+	expect_silence("before the retry interval");
+	no_leak();
+}
+
+/* A reply completes the resolution and stops the retries. */
+static void
+reply_completes_resolution(void)
+{
+	uint64_t t0;
+
+	fresh();
+	t0 = now;
+	CHECK(lookup(peer_ip) == -EAGAIN, "lookup");
+	expect_request(peer_ip);
+	reply_from(&peer_mac, peer_ip);
+	expect_silence("in answer to a reply");
+	expect_mac(peer_ip, &peer_mac);
+	tick(t0 + 3 * tsc_ms(IB_NEIGH_RETRY_MS));
+	expect_silence("after the reply, at retry time");
+	expect_mac(peer_ip, &peer_mac);
+	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 0, "the reply was ignored");
+	no_leak();
+}
+
+/* Unsolicited replies do not plant entries. */
+static void
+unsolicited_reply_ignored(void)
+{
+	fresh();
+	reply_from(&peer_mac, peer_ip);
+	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(lookup(peer_ip) == -EAGAIN, "an unsolicited reply was learned");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/*
+ * IB_NEIGH_TRIES requests IB_NEIGH_RETRY_MS apart, then FAILED for
+ * IB_NEIGH_FAILED_MS, then a new resolution.
+ */
+static void
+retries_then_unreachable(void)
+{
+	uint64_t t0, retry = tsc_ms(IB_NEIGH_RETRY_MS), fail_at;
+	unsigned int k;
+
+	fresh();
+	t0 = now;
+	CHECK(lookup(peer_ip) == -EAGAIN, "lookup");
+	expect_request(peer_ip);
+	for (k = 1; k < IB_NEIGH_TRIES; k++) {
+		tick(t0 + k * retry - 1);
+		expect_silence("just before a retry");
+		tick(t0 + k * retry);
+		expect_request(peer_ip);
+		CHECK(lookup(peer_ip) == -EAGAIN, "lookup after try %u", k + 1);
+	}
+	tick(t0 + IB_NEIGH_TRIES * retry - 1);
+	CHECK(lookup(peer_ip) == -EAGAIN, "failed before the last interval");
+	fail_at = t0 + IB_NEIGH_TRIES * retry;
+	tick(fail_at);
+	expect_silence("after the last try");
+	CHECK(lookup(peer_ip) == -EHOSTUNREACH, "lookup after the last try");
+	expect_silence("looking up a failed address");
+	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == IB_NEIGH_TRIES &&
+	      dev->cnt[IB_CNT_ARP_FAILED] == 1, "requests %" PRIu64
+	      " failed %" PRIu64, dev->cnt[IB_CNT_ARP_REQUEST_SENT],
+	      dev->cnt[IB_CNT_ARP_FAILED]);
+
+	tick(fail_at + tsc_ms(IB_NEIGH_FAILED_MS) - 1);
+	CHECK(lookup(peer_ip) == -EHOSTUNREACH, "failure forgotten early");
+	expect_silence("while the failure is remembered");
+	tick(fail_at + tsc_ms(IB_NEIGH_FAILED_MS));
+	CHECK(lookup(peer_ip) == -EAGAIN, "failure not forgotten");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/* A host that comes back answers a failed address at once. */
+static void
+reply_revives_failed_entry(void)
+{
+	uint64_t t0;
+	unsigned int k;
+
+	fresh();
+	t0 = now;
+	CHECK(lookup(peer_ip) == -EAGAIN, "lookup");
+	for (k = 1; k <= IB_NEIGH_TRIES; k++)
+		tick(t0 + k * tsc_ms(IB_NEIGH_RETRY_MS));
+	CHECK(drain() == IB_NEIGH_TRIES, "requests");
+	CHECK(lookup(peer_ip) == -EHOSTUNREACH, "not failed");
+	reply_from(&peer_mac, peer_ip);
+	expect_mac(peer_ip, &peer_mac);
+	no_leak();
+}
+
+/*
+ * A learned MAC lives IB_NEIGH_REACHABLE_MS from the last frame of its
+ * host, then has to be resolved again. Two hosts resolved together: one
+ * stays silent, the other sends a request halfway through.
+ */
+static void
+expiry_after_lifetime(void)
+{
+	uint64_t life = tsc_ms(IB_NEIGH_REACHABLE_MS), t1, t2;
+
+	fresh();
+	CHECK(lookup(peer_ip) == -EAGAIN && lookup(other_ip) == -EAGAIN,
+	      "lookups");
+	CHECK(drain() == 2, "requests");
+	t1 = now + tsc_ms(20);
+	tick(t1);
+	reply_from(&peer_mac, peer_ip);
+	reply_from(&other_mac, other_ip);
+
+	t2 = t1 + life / 2;
+	tick(t2);
+	request_from(&peer_mac, peer_ip, our_ip);
+	CHECK(drain() == 1, "reply to the refreshing request");
+
+	tick(t1 + life - 1);
+	expect_mac(other_ip, &other_mac);
+	expect_mac(peer_ip, &peer_mac);
+	expect_silence("while the entries are valid");
+	tick(t1 + life);
+	CHECK(lookup(other_ip) == -EAGAIN, "expired entry still used");
+	expect_request(other_ip);
+	reply_from(&other_mac, other_ip);
+	expect_mac(peer_ip, &peer_mac);
+
+	tick(t2 + life - 1);
+	expect_mac(peer_ip, &peer_mac);
+	expect_silence("while the refreshed entry is valid");
+	tick(t2 + life);
+	CHECK(lookup(peer_ip) == -EAGAIN, "refreshed entry never expires");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/* Our own address needs no ARP; non-unicast addresses have none. */
+static void
+own_ip_resolves_without_packet(void)
+{
+	struct rte_ether_addr mac;
+
+	fresh();
+	memset(&mac, 0, sizeof(mac));
+	CHECK(ib_neigh_lookup(dev, our_ip, &mac) == 0, "own address");
+	CHECK(rte_is_same_ether_addr(&mac, &our_mac), "own MAC");
+	CHECK(lookup(IPV4(0, 0, 0, 0)) == -EINVAL, "0.0.0.0");
+	CHECK(lookup(IPV4(255, 255, 255, 255)) == -EINVAL, "broadcast");
+	CHECK(lookup(IPV4(224, 0, 0, 1)) == -EINVAL, "multicast");
+	CHECK(lookup(IPV4(127, 0, 0, 1)) == -EINVAL, "loopback");
+	expect_silence("for addresses without ARP");
+	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "request counted");
+	no_leak();
+}
+
+/* Malformed and unsupported ARP is counted, freed, and changes nothing. */
+static void
+malformed_arp_dropped(void)
+{
+	struct rte_mbuf *m;
+
+	fresh();
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
+		      &zero_mac, our_ip);
+	rte_pktmbuf_trim(m, ARP_FRAME_LEN - RTE_ETHER_HDR_LEN - 20);
+	rx_arp(m);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
+		      &zero_mac, our_ip);
+	arp_of(m)->arp_hlen = 8;
+	rx_arp(m);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &bcast, peer_ip,
+		      &zero_mac, our_ip);
+	rx_arp(m);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &zero_mac, peer_ip,
+		      &zero_mac, our_ip);
+	rx_arp(m);
+	CHECK(dev->cnt[IB_CNT_ARP_RX_MALFORMED] == 4, "malformed %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX_MALFORMED]);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
+		      &zero_mac, our_ip);
+	arp_of(m)->arp_hardware = rte_cpu_to_be_16(6);	/* IEEE 802 */
+	rx_arp(m);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
+		      &zero_mac, our_ip);
+	arp_of(m)->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	rx_arp(m);
+
+	m = arp_frame(&bcast, RTE_ARP_OP_REVREQUEST, &peer_mac, peer_ip,
+		      &zero_mac, our_ip);
+	rx_arp(m);
+	CHECK(dev->cnt[IB_CNT_ARP_RX_UNSUPPORTED] == 3, "unsupported %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX_UNSUPPORTED]);
+	CHECK(dev->cnt[IB_CNT_ARP_RX] == 7, "ARP frames %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX]);
+
+	expect_silence("for malformed ARP");
+	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a malformed frame");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/* RFC 5227 announcement: sender and target are our address. */
+static void
+gratuitous_arp_fields(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	unsigned int n;
+
+	fresh();
+	ib_neigh_announce(dev);
+	n = sent(m, MAX_FRAMES);
+	CHECK(n == 1, "%u frames for one announcement", n);
+	check_frame(m[0], &bcast, RTE_ARP_OP_REQUEST, &zero_mac, our_ip);
+	rte_pktmbuf_free_bulk(m, n);
+	CHECK(dev->cnt[IB_CNT_GARP_SENT] == 1 &&
+	      dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "garp %" PRIu64
+	      " request %" PRIu64, dev->cnt[IB_CNT_GARP_SENT],
+	      dev->cnt[IB_CNT_ARP_REQUEST_SENT]);
+	no_leak();
+}
+
+/*
+ * RFC 826 merge: a known host's gratuitous ARP updates its MAC; an unknown
+ * host's does not create an entry.
+ */
+static void
+peer_garp_updates_known_entry(void)
+{
+	fresh();
+	request_from(&peer_mac, peer_ip, our_ip);
+	CHECK(drain() == 1, "reply");
+	request_from(&other_mac, peer_ip, peer_ip);
+	expect_silence("for a gratuitous ARP");
+	expect_mac(peer_ip, &other_mac);
+	request_from(&other_mac, other_ip, other_ip);
+	CHECK(lookup(other_ip) == -EAGAIN, "unknown announcer learned");
+	expect_request(other_ip);
+	no_leak();
+}
+
+/*
+ * Another host claiming our address is counted, not answered; our own
+ * announcement coming back is not a conflict; frames unicast to another
+ * MAC (promiscuous port) are not ours.
+ */
+static void
+conflicts_and_foreign_frames(void)
+{
+	fresh();
+	request_from(&peer_mac, our_ip, our_ip);
+	CHECK(dev->cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "conflict %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_IP_CONFLICT]);
+	ib_neigh_announce(dev);
+	CHECK(drain() == 1, "announcement");
+	request_from(&our_mac, our_ip, our_ip);
+	CHECK(dev->cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "own echo is a conflict");
+	rx_arp(arp_frame(&other_mac, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
+			 &zero_mac, our_ip));
+	expect_silence("for conflicts and foreign frames");
+	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 2, "ignored %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a foreign frame");
+	expect_request(peer_ip);
+	no_leak();
+}
+
+/* An RFC 5227 probe (sender 0.0.0.0) is answered but not learned. */
+static void
+probe_answered_not_learned(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	unsigned int n;
+
+	fresh();
+	request_from(&peer_mac, 0, our_ip);
+	n = sent(m, MAX_FRAMES);
+	CHECK(n == 1, "%u frames in answer to a probe", n);
+	check_frame(m[0], &peer_mac, RTE_ARP_OP_REPLY, &peer_mac, 0);
+	rte_pktmbuf_free_bulk(m, n);
+	no_leak();
+}
+
+static uint32_t host_ip[IB_NEIGH_MAX];
+
+static uint32_t
+nth_ip(uint32_t i)
+{
+	return host_ip[i];
+}
+
+/* 10.1.0.0 and up: a subnet's worth of hosts, as the table will see. */
+static void
+hosts_sequential(void)
+{
+	uint32_t i;
+
+	for (i = 0; i < IB_NEIGH_MAX; i++)
+		host_ip[i] = IPV4(10, 1, i >> 8, i & 0xff);
+}
+
+/*
+ * Distinct addresses all over 10/8 (a full-period LCG mod 2^24): unlike a
+ * subnet they collide in the hash, so probe runs form and deletions have
+ * to shift entries.
+ */
+static void
+hosts_scattered(void)
+{
+	uint32_t i, x = 12345;
+
+	for (i = 0; i < IB_NEIGH_MAX; i++) {
+		x = (x * 1103515245u + 12345u) & 0xffffff;
+		host_ip[i] = rte_cpu_to_be_32(10u << 24 | x);
+	}
+}
+
+/* Host i of fill_reachable: 02:00:00:01:ii:ii, never our MAC. */
+static struct rte_ether_addr
+nth_mac(uint32_t i)
+{
+	struct rte_ether_addr mac = {
+		.addr_bytes = { 0x02, 0, 0, 0x01, i >> 8, i & 0xff } };
+
+	return mac;
+}
+
+/* IB_NEIGH_MAX entries, resolved one TSC tick apart in order. */
+static void
+fill_reachable(void)
+{
+	struct rte_ether_addr mac;
+	uint32_t i;
+
+	for (i = 0; i < IB_NEIGH_MAX; i++) {
+		CHECK(lookup(nth_ip(i)) == -EAGAIN, "lookup %u", i);
+		CHECK(drain() == 1, "request %u", i);
+		tick(now + 1);
+		mac = nth_mac(i);
+		reply_from(&mac, nth_ip(i));
+	}
+	for (i = 0; i < IB_NEIGH_MAX; i++) {
+		mac = nth_mac(i);
+		expect_mac(nth_ip(i), &mac);
+	}
+}
+
+/*
+ * A full table: a lookup replaces the entry nearest its deadline (the
+ * least recently confirmed); INCOMPLETE entries are never replaced, so a
+ * table of them gives -ENOSPC; learning from requests never replaces.
+ */
+static void
+table_full(void)
+{
+	uint32_t i;
+
+	fresh();
+	hosts_sequential();
+	fill_reachable();
+	CHECK(lookup(other_ip) == -EAGAIN, "lookup in a full table");
+	expect_request(other_ip);
+	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 1, "full %" PRIu64,
+	      dev->cnt[IB_CNT_ARP_TABLE_FULL]);
+	for (i = 1; i < IB_NEIGH_MAX; i++)
+		CHECK(lookup(nth_ip(i)) == 0, "entry %u evicted", i);
+	CHECK(lookup(other_ip) == -EAGAIN, "new entry lost");
+	expect_silence("for entries in the table");
+	CHECK(lookup(nth_ip(0)) == -EAGAIN, "oldest entry kept");
+	expect_request(nth_ip(0));
+	CHECK(lookup(nth_ip(1)) == -EAGAIN, "second oldest kept");
+	expect_request(nth_ip(1));
+
+	/* A request for us from a new host is answered, not learned. */
+	request_from(&peer_mac, peer_ip, our_ip);
+	CHECK(drain() == 1, "reply in a full table");
+	CHECK(lookup(nth_ip(3)) == 0, "learning evicted the oldest entry");
+	CHECK(lookup(peer_ip) == -EAGAIN, "learned into a full table");
+	expect_request(peer_ip);
+
+	fresh();
+	for (i = 0; i < IB_NEIGH_MAX; i++) {
+		CHECK(lookup(nth_ip(i)) == -EAGAIN, "lookup %u", i);
+		CHECK(drain() == 1, "request %u", i);
+	}
+	CHECK(lookup(other_ip) == -ENOSPC, "table of pending entries");
+	expect_silence("without room for the address");
+	for (i = 0; i < IB_NEIGH_MAX; i++)
+		CHECK(lookup(nth_ip(i)) == -EAGAIN, "pending entry %u lost", i);
+	no_leak();
+}
+
+/*
+ * Expiry of many colliding entries at once exercises deletion inside probe
+ * runs during a scan: after every other entry expires, the rest is still
+ * found, and exactly the expired entries' room is free again.
+ */
+static void
+mass_expiry_keeps_survivors(void)
+{
+	uint64_t life = tsc_ms(IB_NEIGH_REACHABLE_MS), t0;
+	uint32_t i;
+
+	fresh();
+	hosts_scattered();
+	fill_reachable();
+	t0 = now;
+	tick(t0 + life / 2);
+	for (i = 0; i < IB_NEIGH_MAX; i += 2)
+		request_from(&peer_mac, nth_ip(i), our_ip);
+	CHECK(drain() == IB_NEIGH_MAX / 2, "replies");
+	tick(t0 + life);
+	for (i = 0; i < IB_NEIGH_MAX; i += 2)
+		expect_mac(nth_ip(i), &peer_mac);
+	expect_silence("for refreshed entries");
+	for (i = 1; i < IB_NEIGH_MAX; i += 2) {
+		CHECK(lookup(nth_ip(i)) == -EAGAIN, "entry %u not expired", i);
+		CHECK(drain() == 1, "request %u", i);
+	}
+	for (i = 0; i < IB_NEIGH_MAX; i += 2)
+		expect_mac(nth_ip(i), &peer_mac);
+	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 0, "room not given back");
+	CHECK(lookup(other_ip) == -EAGAIN, "lookup");
+	CHECK(drain() == 1, "request");
+	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 1, "table not full");
+	no_leak();
+}
+
+/* ib_tx_raw queues like ib_tx: flush at a burst, drop when still full. */
+static void
+tx_raw_drops_when_port_stalls(void)
+{
+	struct rte_mbuf *m;
+	uint32_t queued = 0;
+
+	fresh();
+	/* Fill the ring port so that flushes take nothing. */
+	for (;;) {
+		m = rte_pktmbuf_alloc(pool);
+		CHECK(m != NULL, "pool");
+		if (rte_eth_tx_burst(dev->port_id, 0, &m, 1) == 0) {
+			rte_pktmbuf_free(m);
+			break;
+		}
+	}
+	while (dev->tx_n < IB_TX_PENDING) {
+		m = rte_pktmbuf_alloc(pool);
+		CHECK(m != NULL, "pool");
+		CHECK(ib_tx_raw(dev, m) == 0, "queue %u", queued);
+		queued++;
+	}
+	CHECK(queued == IB_TX_PENDING, "queued %u", queued);
+	m = rte_pktmbuf_alloc(pool);
+	CHECK(m != NULL, "pool");
+	CHECK(ib_tx_raw(dev, m) == -ENOBUFS, "queued past the end");
+	CHECK(dev->cnt[IB_CNT_TX_DROP_FULL] == 1, "drop not counted");
+	ib_neigh_announce(dev);
+	CHECK(dev->cnt[IB_CNT_GARP_SENT] == 0 &&
+	      dev->cnt[IB_CNT_TX_DROP_FULL] == 2, "dropped announcement");
+	CHECK(drain() == 1023 + IB_TX_PENDING, "frames behind the stall");
+	no_leak();
+}
+
+int
+main(void)
+{
+	eal_up();
+	/* A failed CHECK exits; the runtime directory must go then too. */
+	atexit(eal_down);
+	setup();
+	RUN(reply_to_request_for_our_ip);
+	RUN(no_reply_for_other_ip);
+	RUN(non_arp_left_alone);
+	RUN(unknown_ip_sends_one_request);
+	RUN(reply_completes_resolution);
+	RUN(unsolicited_reply_ignored);
+	RUN(retries_then_unreachable);
+	RUN(reply_revives_failed_entry);
+	RUN(expiry_after_lifetime);
+	RUN(own_ip_resolves_without_packet);
+	RUN(malformed_arp_dropped);
+	RUN(gratuitous_arp_fields);
+	RUN(peer_garp_updates_known_entry);
+	RUN(conflicts_and_foreign_frames);
+	RUN(probe_answered_not_learned);
+	RUN(table_full);
+	RUN(mass_expiry_keeps_survivors);
+	RUN(tx_raw_drops_when_port_stalls);
+	ib_neigh_fini(dev);
+	rte_eth_dev_stop(dev->port_id);
+	rte_eth_dev_close(dev->port_id);
+	rte_free(dev);
+	rte_mempool_free(pool);
+	eal_down();
+	CHECK_DONE();
+}

@@ -1,0 +1,738 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Verbs rules on the loopback device: completion channels and events
+ * (seed 002 section 8.2), asynchronous events (section 9), SRQ and its limit
+ * event (section 8.1), UD and UC semantics (ibv_post_send(3) table 1, Q_Key
+ * rules, GRH), SQD, Reset purging CQEs (seed 003 section 5.2), resize_cq.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include "verbs_util.h"
+#include "dpib.h"
+
+static const struct pair_opts rc = {
+	.buflen = 1 << 20,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ,
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ,
+	.sq_sig_all = 1, .max_wr = 64, .max_sge = 2, .max_inline = 64,
+	.max_rd_atomic = 4, .min_rnr_timer = 1, .rnr_retry = 7,
+	.timeout = 14, .retry_cnt = 7,
+};
+
+static struct ibv_device **list;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static uint8_t *buf;
+static struct ibv_mr *mr;
+
+#define BUF_LEN (1 << 20)
+
+static void
+open_all(void)
+{
+	list = ibv_get_device_list(NULL);
+	CHECK(list != NULL && list[0] != NULL, "device");
+	ctx = ibv_open_device(list[0]);
+	CHECK(ctx != NULL, "open");
+	pd = ibv_alloc_pd(ctx);
+	buf = aligned_alloc(4096, BUF_LEN);
+	CHECK(pd != NULL && buf != NULL, "pd");
+	memset(buf, 0, BUF_LEN);
+	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(mr != NULL, "mr");
+}
+
+static struct ibv_qp *
+make_qp(enum ibv_qp_type type, struct ibv_cq *scq, struct ibv_cq *rcq,
+	struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = scq, .recv_cq = rcq, .srq = srq, .qp_type = type,
+		.sq_sig_all = 1,
+		.cap = { .max_send_wr = 32, .max_recv_wr = srq ? 0 : 32,
+			 .max_send_sge = 2, .max_recv_sge = 2,
+			 .max_inline_data = 64 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	CHECK(qp != NULL, "create_qp type %d errno %d", type, errno);
+	return qp;
+}
+
+/* Reset -> RTS for RC and UC; UD needs the Q_Key instead of a path. */
+static void
+connect_qp(struct ibv_qp *qp, uint32_t dest)
+{
+	if (qp->qp_type == IBV_QPT_UD) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+					 .qkey = 0x11111111 };
+
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_QKEY) == 0, "UD init");
+		a.qp_state = IBV_QPS_RTR;
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "UD RTR");
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 77;
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+		      "UD RTS");
+		return;
+	}
+	if (qp->qp_type == IBV_QPT_RC) {
+		qp_connect(qp, dest, &rc, IBV_MTU_4096, 100, 100);
+		return;
+	}
+	{
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+			.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0,
+		      "UC init");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = IBV_MTU_1024;
+		a.dest_qp_num = dest;
+		a.rq_psn = 100;
+		a.ah_attr.port_num = 1;
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN) == 0, "UC RTR");
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = 100;
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+		      "UC RTS");
+	}
+}
+
+static int
+post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t off,
+	  uint32_t len, uint64_t wr_id, int flags)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + off, len, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.send_flags = flags, .imm_data = htonl(0x1234),
+		.wr.rdma = { (uintptr_t)buf + 512 * 1024 + off, mr->rkey },
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static void
+post_recv(struct ibv_qp *qp, uint32_t off, uint32_t len, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + off, len, mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	CHECK(ibv_post_recv(qp, &wr, &bad) == 0, "post_recv");
+}
+
+static void
+expect(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status st,
+       struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(cq, &wc, 5), "no completion for %lu",
+	      (unsigned long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == st, "wr %lu %s, want %lu %s",
+	      (unsigned long)wc.wr_id, ibv_wc_status_str(wc.status),
+	      (unsigned long)wr_id, ibv_wc_status_str(st));
+	if (out != NULL)
+		*out = wc;
+}
+
+static int
+fd_ready(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+static void
+wait_async(enum ibv_event_type type, void *obj, int ms)
+{
+	struct ibv_async_event ev;
+
+	CHECK(fd_ready(ctx->async_fd, ms), "no async event (want %s)",
+	      ibv_event_type_str(type));
+	CHECK(ibv_get_async_event(ctx, &ev) == 0, "get_async_event");
+	CHECK(ev.event_type == type, "event %s want %s",
+	      ibv_event_type_str(ev.event_type), ibv_event_type_str(type));
+	CHECK(ev.element.qp == obj, "event on another object");
+	ibv_ack_async_event(&ev);
+}
+
+/* Seed 002 8.2: arm, get the event through a poll()-able fd, re-arm, ack. */
+static void
+completion_channel_events(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq, *ev_cq;
+	struct ibv_qp *a, *b;
+	void *ev_ctx;
+	int i;
+
+	CHECK(ch != NULL, "create_comp_channel");
+	cq = ibv_create_cq(ctx, 64, (void *)0x1234, ch, 0);
+	CHECK(cq != NULL && cq->channel == ch, "create_cq with channel");
+	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0,
+	      "O_NONBLOCK");
+	errno = 0;
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == -1 && errno == EAGAIN,
+	      "no event yet: errno %d", errno);
+	for (i = 0; i < 3; i++) {
+		struct ibv_wc wc;
+
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify");
+		CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 64, i, 0) == 0, "post");
+		CHECK(fd_ready(ch->fd, 5000), "channel fd not readable");
+		CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "get_cq_event");
+		CHECK(ev_cq == cq && ev_ctx == (void *)0x1234, "event's CQ");
+		/* One shot: no second event without re-arming. */
+		CHECK(!fd_ready(ch->fd, 20), "second event while disarmed");
+		expect(cq, i, IBV_WC_SUCCESS, &wc);
+		ibv_ack_cq_events(cq, 1);
+	}
+	CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "channel in use freed");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy qps");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
+}
+
+/* solicited_only: only a SEND with IBV_SEND_SOLICITED (or an error) fires. */
+static void
+solicited_only_events(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *scq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, ch, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, scq, scq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, rcq, rcq, NULL);
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	post_recv(b, 4096, 4096, 1);
+	post_recv(b, 8192, 4096, 2);
+	CHECK(ibv_req_notify_cq(rcq, 1) == 0, "arm solicited");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 16, 10, 0) == 0, "unsolicited");
+	expect(scq, 10, IBV_WC_SUCCESS, NULL);
+	expect(rcq, 1, IBV_WC_SUCCESS, NULL);
+	CHECK(!fd_ready(ch->fd, 30), "event for an unsolicited SEND");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 16, 11, IBV_SEND_SOLICITED) == 0,
+	      "solicited");
+	CHECK(fd_ready(ch->fd, 5000), "no event for a solicited SEND");
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == rcq,
+	      "event");
+	expect(rcq, 2, IBV_WC_SUCCESS, NULL);
+	expect(scq, 11, IBV_WC_SUCCESS, NULL);
+	ibv_ack_cq_events(rcq, 1);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(rcq) == 0, "cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "channel");
+}
+
+struct destroy_arg {
+	struct ibv_cq *cq;
+	volatile int done;
+};
+
+static void *
+destroy_thread(void *p)
+{
+	struct destroy_arg *d = p;
+
+	CHECK(ibv_destroy_cq(d->cq) == 0, "destroy_cq");
+	d->done = 1;
+	return NULL;
+}
+
+/* Seed 002 8.2: a CQ whose events are not acknowledged cannot go away. */
+static void
+destroy_cq_waits_for_ack(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct destroy_arg d = { .cq = cq };
+	struct ibv_cq *ev_cq;
+	struct ibv_wc wc;
+	pthread_t t;
+	void *ev_ctx;
+	double end;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post");
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "event");
+	CHECK(poll_one(cq, &wc, 5), "completion");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "qps");
+	CHECK(pthread_create(&t, NULL, destroy_thread, &d) == 0, "thread");
+	usleep(50000);
+	CHECK(!d.done, "destroy_cq returned before the event was acked");
+	ibv_ack_cq_events(cq, 1);
+	for (end = check_now() + 5; !d.done && check_now() < end; )
+		usleep(1000);
+	CHECK(d.done, "destroy_cq still blocked after the ack");
+	pthread_join(t, NULL);
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "channel");
+}
+
+/* COMM_EST on the first packet in RTR, not on UD; async_fd non-blocking. */
+static void
+async_comm_est(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_async_event ev;
+
+	memset(&attr, 0, sizeof(attr));
+	CHECK(fcntl(ctx->async_fd, F_SETFL,
+		    fcntl(ctx->async_fd, F_GETFL) | O_NONBLOCK) == 0, "nonblock");
+	errno = 0;
+	CHECK(ibv_get_async_event(ctx, &ev) == -1 && errno == EAGAIN,
+	      "an event from nowhere");
+	connect_qp(a, b->qp_num);
+	/* b only to RTR: it receives but does not send. */
+	{
+		struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT,
+			.port_num = 1, .qp_access_flags = rc.qp_access };
+
+		CHECK(ibv_modify_qp(b, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
+		memset(&x, 0, sizeof(x));
+		x.qp_state = IBV_QPS_RTR;
+		x.path_mtu = IBV_MTU_4096;
+		x.dest_qp_num = a->qp_num;
+		x.rq_psn = 100;
+		x.max_dest_rd_atomic = 1;
+		x.ah_attr.port_num = 1;
+		CHECK(ibv_modify_qp(b, &x, IBV_QP_STATE | IBV_QP_AV |
+				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == 0, "rtr");
+	}
+	CHECK(ibv_query_qp(b, &attr, IBV_QP_STATE, &ia) == 0 &&
+	      attr.qp_state == IBV_QPS_RTR, "b in RTR");
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 5, 0) == 0, "post");
+	expect(cq, 5, IBV_WC_SUCCESS, NULL);
+	wait_async(IBV_EVENT_COMM_EST, b, 5000);
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 6, 0) == 0, "post");
+	expect(cq, 6, IBV_WC_SUCCESS, NULL);
+	CHECK(!fd_ready(ctx->async_fd, 20), "COMM_EST twice");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/* Seed 002 8.1: SRQ shared by two QPs, the limit event and its re-arming. */
+static void
+srq_shared_and_limit(void)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr sa;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_qp *s1, *s2, *r1, *r2;
+	struct ibv_recv_wr rwr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	int i;
+
+	CHECK(srq != NULL && si.attr.max_wr >= 16, "create_srq");
+	s1 = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	s2 = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	r1 = make_qp(IBV_QPT_RC, cq, cq, srq);
+	r2 = make_qp(IBV_QPT_RC, cq, cq, srq);
+	connect_qp(s1, r1->qp_num);
+	connect_qp(r1, s1->qp_num);
+	connect_qp(s2, r2->qp_num);
+	connect_qp(r2, s2->qp_num);
+	sge.addr = (uintptr_t)buf;
+	sge.length = 16;
+	sge.lkey = mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	CHECK(ibv_post_recv(r1, &rwr, &bad) == EINVAL, "post_recv on SRQ QP");
+	for (i = 0; i < 6; i++) {
+		rwr.wr_id = 100 + i;
+		sge.addr = (uintptr_t)buf + 4096 * (i + 1);
+		CHECK(ibv_post_srq_recv(srq, &rwr, &bad) == 0, "post_srq_recv");
+	}
+	/* Post first, arm second (seed 002 8.1): 6 left, limit 4. */
+	sa.srq_limit = 4;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm limit");
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 4, "query");
+	sa.max_wr = 64;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EINVAL, "resize");
+	/* Two SENDs, one through each QP: 4 left, not below 4. */
+	CHECK(post_send(s1, IBV_WR_SEND, 0, 16, 1, 0) == 0, "send 1");
+	CHECK(post_send(s2, IBV_WR_SEND, 0, 16, 2, 0) == 0, "send 2");
+	for (i = 0; i < 4; i++)
+		CHECK(poll_one(cq, &wc, 5) && wc.status == IBV_WC_SUCCESS,
+		      "completion %d", i);
+	CHECK(!fd_ready(ctx->async_fd, 20), "limit event at 4 of limit 4");
+	/* One more: 3 < 4 fires it, once. */
+	CHECK(post_send(s1, IBV_WR_SEND, 0, 16, 3, 0) == 0, "send 3");
+	CHECK(poll_one(cq, &wc, 5) && poll_one(cq, &wc, 5), "completions");
+	wait_async(IBV_EVENT_SRQ_LIMIT_REACHED, srq, 5000);
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "disarmed");
+	CHECK(post_send(s2, IBV_WR_SEND, 0, 16, 4, 0) == 0, "send 4");
+	CHECK(poll_one(cq, &wc, 5) && poll_one(cq, &wc, 5), "completions");
+	CHECK(!fd_ready(ctx->async_fd, 20), "fired without re-arming");
+	/* Arming while already below the limit fires at once. */
+	sa.srq_limit = 5;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "re-arm");
+	wait_async(IBV_EVENT_SRQ_LIMIT_REACHED, srq, 5000);
+	CHECK(ibv_destroy_srq(srq) == EBUSY, "SRQ with QPs destroyed");
+	/* An SRQ QP going to Error reports its last WQE. */
+	memset(&sa, 0, sizeof(sa));
+	{
+		struct ibv_qp_attr x = { .qp_state = IBV_QPS_ERR };
+
+		CHECK(ibv_modify_qp(r1, &x, IBV_QP_STATE) == 0, "to Error");
+	}
+	wait_async(IBV_EVENT_QP_LAST_WQE_REACHED, r1, 5000);
+	CHECK(ibv_destroy_qp(s1) == 0 && ibv_destroy_qp(s2) == 0 &&
+	      ibv_destroy_qp(r1) == 0 && ibv_destroy_qp(r2) == 0, "qps");
+	CHECK(ibv_destroy_srq(srq) == 0, "destroy_srq");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+static struct ibv_ah *
+self_ah(void)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_ah *ah;
+
+	CHECK(ibv_query_gid(ctx, 1, 0, &aa.grh.dgid) == 0, "gid");
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah != NULL, "create_ah errno %d", errno);
+	return ah;
+}
+
+static int
+post_ud(struct ibv_qp *qp, struct ibv_ah *ah, uint32_t qpn, uint32_t qkey,
+	uint32_t off, uint32_t len, uint64_t wr_id, enum ibv_wr_opcode op)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + off, len, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+		.imm_data = htonl(0xfeed),
+		.wr.ud = { .ah = ah, .remote_qpn = qpn, .remote_qkey = qkey },
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+/* UD: GRH first, Q_Key rules, path-MTU limit, AH from the work completion. */
+static void
+ud_semantics(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_UD, rcq, rcq, NULL);
+	struct ibv_ah *ah = self_ah(), *back;
+	struct ibv_port_attr pa;
+	struct ibv_wc wc;
+	uint8_t *rb = buf + 65536;
+	uint32_t mtu;
+
+	connect_qp(a, 0);
+	connect_qp(b, 0);
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "port");
+	mtu = 128u << pa.active_mtu;
+	fill_pattern(buf, 8192, 3);
+	post_recv(b, 65536, 40 + 4096, 1);
+	CHECK(post_ud(a, ah, b->qp_num, 0x11111111, 0, 200, 10,
+		      IBV_WR_SEND_WITH_IMM) == 0, "post UD");
+	expect(cq, 10, IBV_WC_SUCCESS, NULL);
+	expect(rcq, 1, IBV_WC_SUCCESS, &wc);
+	CHECK(wc.byte_len == 240, "byte_len %u = 40 + payload", wc.byte_len);
+	CHECK(wc.wc_flags & IBV_WC_GRH, "no GRH flag");
+	CHECK((wc.wc_flags & IBV_WC_WITH_IMM) && ntohl(wc.imm_data) == 0xfeed,
+	      "imm");
+	CHECK(wc.src_qp == a->qp_num, "src_qp %u", wc.src_qp);
+	CHECK((rb[20] >> 4) == 4, "GRH area holds no IPv4 header");
+	CHECK(!memcmp(rb + 40, buf, 200), "payload after the 40-byte GRH");
+	/* A reply through an AH built from the completion. */
+	back = ibv_create_ah_from_wc(pd, &wc, (struct ibv_grh *)rb, 1);
+	CHECK(back != NULL, "create_ah_from_wc");
+	post_recv(a, 131072, 4096, 2);
+	CHECK(post_ud(b, back, a->qp_num, 0x11111111, 0, 16, 11,
+		      IBV_WR_SEND) == 0, "reply");
+	expect(rcq, 11, IBV_WC_SUCCESS, NULL);
+	expect(cq, 2, IBV_WC_SUCCESS, NULL);
+	/* A wrong Q_Key is dropped silently; high bit = use the QP's. */
+	post_recv(b, 65536, 40 + 4096, 3);
+	CHECK(post_ud(a, ah, b->qp_num, 0x22222222, 0, 16, 12,
+		      IBV_WR_SEND) == 0, "bad qkey");
+	expect(cq, 12, IBV_WC_SUCCESS, NULL);
+	CHECK(!poll_one(rcq, &wc, 0.05), "wrong Q_Key delivered");
+	CHECK(post_ud(a, ah, b->qp_num, 0x80000000, 0, 16, 13,
+		      IBV_WR_SEND) == 0, "QP qkey");
+	expect(cq, 13, IBV_WC_SUCCESS, NULL);
+	expect(rcq, 3, IBV_WC_SUCCESS, NULL);
+	/* Longer than the path MTU: local length error. */
+	CHECK(post_ud(a, ah, b->qp_num, 0x11111111, 0, mtu + 1, 14,
+		      IBV_WR_SEND) == 0, "oversize post");
+	expect(cq, 14, IBV_WC_LOC_LEN_ERR, NULL);
+	/* RDMA operations do not exist on UD (table 1). */
+	CHECK(post_ud(a, ah, b->qp_num, 1, 0, 8, 15, IBV_WR_RDMA_WRITE) ==
+	      EINVAL, "UD RDMA WRITE accepted");
+	CHECK(post_ud(a, NULL, b->qp_num, 1, 0, 8, 16, IBV_WR_SEND) == EINVAL,
+	      "UD without AH accepted");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_ah(ah) == 0 && ibv_destroy_ah(back) == 0, "ah");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(rcq) == 0, "cq");
+}
+
+/* UC: SEND and WRITE work unacknowledged; READ is refused at post time;
+ * a SEND with no receive WQE is lost, the sender still completes.
+ */
+static void
+uc_semantics(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_UC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_UC, rcq, rcq, NULL);
+	struct ibv_wc wc;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	fill_pattern(buf, 8192, 4);
+	memset(buf + 512 * 1024, 0, 8192);
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 3000, 1, 0) == 0, "write");
+	expect(cq, 1, IBV_WC_SUCCESS, NULL);
+	{
+		double end = check_now() + 5;
+
+		while (memcmp(buf + 512 * 1024, buf, 3000) &&
+		       check_now() < end)
+			;
+	}
+	CHECK(!memcmp(buf + 512 * 1024, buf, 3000), "UC WRITE data");
+	CHECK(!poll_one(rcq, &wc, 0.02), "WRITE completed at the receiver");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 100, 2, 0) == 0, "send, no recv");
+	expect(cq, 2, IBV_WC_SUCCESS, NULL);
+	CHECK(!poll_one(rcq, &wc, 0.05), "lost UC SEND completed");
+	post_recv(b, 65536, 4096, 3);
+	CHECK(post_send(a, IBV_WR_SEND_WITH_IMM, 0, 2500, 4, 0) == 0, "send");
+	expect(cq, 4, IBV_WC_SUCCESS, NULL);
+	expect(rcq, 3, IBV_WC_SUCCESS, &wc);
+	CHECK(wc.byte_len == 2500 && !memcmp(buf + 65536, buf, 2500),
+	      "UC SEND data");
+	CHECK(post_send(a, IBV_WR_RDMA_READ, 0, 8, 5, 0) == EINVAL,
+	      "UC READ accepted");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(rcq) == 0, "cq");
+}
+
+/* SQD: new WRs wait, SQ_DRAINED is raised, SQD -> RTS resumes them. */
+static void
+sqd_drains_and_resumes(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr x = { .qp_state = IBV_QPS_SQD };
+	struct ibv_wc wc;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE) == 0, "RTS->SQD");
+	wait_async(IBV_EVENT_SQ_DRAINED, a, 5000);
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post in SQD");
+	CHECK(!poll_one(cq, &wc, 0.05), "WR ran in SQD");
+	x.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE) == 0, "SQD->RTS");
+	expect(cq, 1, IBV_WC_SUCCESS, NULL);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/* Seed 003 5.2: Reset removes that QP's CQEs, and only those. */
+static void
+reset_purges_only_its_cqes(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *c = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *d = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr x;
+	struct ibv_wc wc;
+	int i, n = 0;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	connect_qp(c, d->qp_num);
+	connect_qp(d, c->qp_num);
+	for (i = 0; i < 4; i++) {
+		CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 100 + i, 0) == 0, "a");
+		CHECK(post_send(c, IBV_WR_RDMA_WRITE, 0, 8, 200 + i, 0) == 0, "c");
+	}
+	usleep(50000);	/* all eight completions are in the CQ */
+	memset(&x, 0, sizeof(x));
+	x.qp_state = IBV_QPS_ERR;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE) == 0, "a to Error");
+	x.qp_state = IBV_QPS_RESET;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE) == 0, "a to Reset");
+	while (poll_one(cq, &wc, 0.05)) {
+		CHECK(wc.qp_num == c->qp_num, "a CQE of the reset QP survived");
+		CHECK(wc.wr_id == 200u + n, "order");
+		n++;
+	}
+	CHECK(n == 4, "the other QP's CQEs: %d of 4", n);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 &&
+	      ibv_destroy_qp(c) == 0 && ibv_destroy_qp(d) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/* ibv_resize_cq: entries survive a resize; not below what is queued. */
+static void
+resize_cq_keeps_entries(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 8, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_wc wc;
+	int i;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	for (i = 0; i < 6; i++)
+		CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, i, 0) == 0, "post");
+	usleep(50000);
+	CHECK(ibv_resize_cq(cq, 2) == EINVAL, "shrunk below 6 queued");
+	CHECK(ibv_resize_cq(cq, 100) == 0 && cq->cqe >= 100, "grow");
+	for (i = 0; i < 6; i++) {
+		CHECK(poll_one(cq, &wc, 5), "entry %d lost", i);
+		CHECK(wc.wr_id == (uint64_t)i && wc.status == IBV_WC_SUCCESS,
+		      "entry %d", i);
+	}
+	CHECK(ibv_resize_cq(cq, 16) == 0 && cq->cqe >= 16, "shrink when empty");
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 99, 0) == 0, "post");
+	CHECK(poll_one(cq, &wc, 5) && wc.wr_id == 99, "after the shrink");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+static uint64_t
+counter(const char *name)
+{
+	const char *const *names;
+	uint64_t v[64];
+	int n = dpib_counters(ctx, &names, v, 64), i;
+
+	for (i = 0; i < n && i < 64; i++)
+		if (strcmp(names[i], name) == 0)
+			return v[i];
+	CHECK(0, "no counter %s", name);
+	return 0;
+}
+
+/*
+ * A peer nobody answers ARP for: nothing is sent to a guessed MAC, and the
+ * WR fails with RETRY_EXC_ERR once timeout x (retry_cnt + 1) has passed.
+ */
+static void
+unresolved_peer_times_out(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	uint64_t rx0 = counter("rx_packets"), tx0 = counter("tx_packets");
+	uint64_t arp0 = counter("arp_rx");
+	struct ibv_wc wc;
+	double t0, bound;
+
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
+	memset(&x, 0, sizeof(x));
+	x.qp_state = IBV_QPS_RTR;
+	x.path_mtu = IBV_MTU_1024;
+	x.dest_qp_num = 0x123;
+	x.ah_attr.is_global = 1;
+	x.ah_attr.port_num = 1;
+	x.ah_attr.grh.dgid.raw[10] = x.ah_attr.grh.dgid.raw[11] = 0xff;
+	x.ah_attr.grh.dgid.raw[12] = 192;	/* 192.0.2.99: TEST-NET-1 */
+	x.ah_attr.grh.dgid.raw[13] = 0;
+	x.ah_attr.grh.dgid.raw[14] = 2;
+	x.ah_attr.grh.dgid.raw[15] = 99;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
+	      "RTR to a remote GID");
+	memset(&x, 0, sizeof(x));
+	x.qp_state = IBV_QPS_RTS;
+	x.timeout = 12;		/* 16.8 ms */
+	x.retry_cnt = 2;
+	x.rnr_retry = 0;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0, "RTS");
+	t0 = check_now();
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 64, 1, 0) == 0, "post");
+	CHECK(poll_one(cq, &wc, 5), "no completion");
+	bound = 4.096e-6 * (1 << 12) * 3;
+	CHECK(wc.wr_id == 1 && wc.status == IBV_WC_RETRY_EXC_ERR, "status %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(check_now() - t0 >= bound * 0.9 && check_now() - t0 < bound + 1,
+	      "failed after %.3f s, bound %.3f s", check_now() - t0, bound);
+	/* Only ARP requests went out (and came back on the loopback port). */
+	CHECK(counter("arp_request_sent") > 0, "no ARP request");
+	CHECK(counter("tx_packets") - tx0 == counter("rx_packets") - rx0,
+	      "loopback lost frames");
+	CHECK(counter("rx_packets") - rx0 == counter("arp_rx") - arp0 &&
+	      counter("rx_packets") > rx0, "a non-ARP frame was sent");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
+
+int
+main(void)
+{
+	open_all();
+	RUN(completion_channel_events);
+	RUN(solicited_only_events);
+	RUN(destroy_cq_waits_for_ack);
+	RUN(async_comm_est);
+	RUN(srq_shared_and_limit);
+	RUN(ud_semantics);
+	RUN(uc_semantics);
+	RUN(sqd_drains_and_resumes);
+	RUN(reset_purges_only_its_cqes);
+	RUN(resize_cq_keeps_entries);
+	RUN(unresolved_peer_times_out);
+	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");
+	CHECK(ibv_close_device(ctx) == 0, "close");
+	ibv_free_device_list(list);
+	free(buf);
+	CHECK_DONE();
+}
