@@ -419,6 +419,85 @@ rnr_then_success(void)
 }
 
 /*
+ * READ, SEND and atomics back to back in one list: responses must leave
+ * the responder in PSN order (IBA 9.7.5.1) and every WR completes in order.
+ */
+static void
+mixed_read_send_atomic_in_order(void)
+{
+	enum ibv_wr_opcode ops[] = {
+		IBV_WR_RDMA_READ, IBV_WR_SEND, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_CMP_AND_SWP, IBV_WR_SEND,
+		IBV_WR_RDMA_WRITE, IBV_WR_RDMA_READ, IBV_WR_ATOMIC_FETCH_AND_ADD,
+		IBV_WR_SEND,
+	};
+	const uint32_t n = DIM(ops), rlen = 10000;
+	uint64_t *counter = (uint64_t *)(P.buf + DST_OFF + MAX_MSG - 64);
+	uint64_t *res = (uint64_t *)(P.buf + SRC_OFF + MAX_MSG - 64);
+	struct ibv_send_wr wr[DIM(ops)], *bad;
+	struct ibv_sge sge[DIM(ops)];
+	struct ibv_wc wc;
+	uint32_t i, sends = 0, reads = 0, atoms = 0;
+
+	prepare(rlen, 15);
+	memset(P.buf + DST_OFF, 0, 3 * rlen);
+	*counter = 0;
+	for (i = 0; i < n; i++) {
+		memset(&wr[i], 0, sizeof(wr[i]));
+		wr[i].wr_id = 700 + i;
+		wr[i].opcode = ops[i];
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].next = i + 1 < n ? &wr[i + 1] : NULL;
+		sge[i].lkey = P.mr->lkey;
+		if (ops[i] == IBV_WR_RDMA_READ) {
+			/* Three READs of the same source into three places. */
+			sge[i].addr = (uintptr_t)P.buf + DST_OFF + reads++ * rlen;
+			sge[i].length = rlen;
+			wr[i].wr.rdma.remote_addr = (uintptr_t)P.buf + SRC_OFF;
+			wr[i].wr.rdma.rkey = P.mr->rkey;
+		} else if (ops[i] == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+			   ops[i] == IBV_WR_ATOMIC_CMP_AND_SWP) {
+			sge[i].addr = (uintptr_t)(res + atoms++);
+			sge[i].length = 8;
+			wr[i].wr.atomic.remote_addr = (uintptr_t)counter;
+			wr[i].wr.atomic.rkey = P.mr->rkey;
+			wr[i].wr.atomic.compare_add = 1;
+			wr[i].wr.atomic.swap = 100;
+		} else {
+			sge[i].addr = (uintptr_t)P.buf + SRC_OFF;
+			sge[i].length = 100;
+			wr[i].wr.rdma.remote_addr = (uintptr_t)P.buf + DST_OFF +
+						    3 * rlen;
+			wr[i].wr.rdma.rkey = P.mr->rkey;
+			if (ops[i] == IBV_WR_SEND) {
+				post_recv_one(1, (uintptr_t)P.buf + DST_OFF +
+					      4 * rlen, 4096, 800 + i);
+				sends++;
+			}
+		}
+	}
+	CHECK(ibv_post_send(P.qp[0], wr, &bad) == 0, "post list");
+	for (i = 0; i < n; i++) {
+		CHECK(poll_one(P.cq[0], &wc, 10), "completion %u", i);
+		CHECK(wc.wr_id == 700 + i && wc.status == IBV_WC_SUCCESS,
+		      "wr %lu %s at %u", (unsigned long)wc.wr_id,
+		      ibv_wc_status_str(wc.status), i);
+	}
+	for (i = 0; i < sends; i++)
+		CHECK(poll_one(P.cq[1], &wc, 10) && wc.status == IBV_WC_SUCCESS,
+		      "receive %u", i);
+	for (i = 0; i < 3 * rlen; i++)
+		CHECK(P.buf[DST_OFF + i] == P.buf[SRC_OFF + i % rlen],
+		      "READ byte %u", i);
+	/* FAA +1 (0 -> 1), CAS 1 -> 100, FAA +1 (100 -> 101). */
+	CHECK(*counter == 101, "atomics applied %lu", (unsigned long)*counter);
+	CHECK(res[0] == 0 && res[1] == 1 && res[2] == 100,
+	      "original values %lu %lu %lu", (unsigned long)res[0],
+	      (unsigned long)res[1], (unsigned long)res[2]);
+}
+
+/*
  * Doorbells across idle periods: one WR at a time with gaps from nothing to
  * a few milliseconds, so the QP leaves the engine's active list and the
  * adaptive engine falls asleep between posts. A lost doorbell is a WR that
@@ -636,6 +715,7 @@ main(void)
 	RUN(multi_sge_send);
 	RUN(multi_sge_write_read);
 	RUN(pipelined_writes_in_order);
+	RUN(mixed_read_send_atomic_in_order);
 	RUN(inline_send);
 	RUN(atomics);
 	RUN(rnr_then_success);

@@ -59,6 +59,8 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	}
 	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic)
 		qp->req.rd_atomic--;
+	if (status == IBV_WC_SUCCESS)
+		qp->comp.acked_psn = st->last_psn;
 	qp->comp.wqe_idx++;
 	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
 	qp->comp.read_off = 0;
@@ -84,21 +86,38 @@ comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 		ib_qp_to_sqe(qp);
 }
 
-/* Retire every sent WQE up to PSN @psn; READ and atomics need a response. */
+/*
+ * Retire every sent WQE up to PSN @psn (an ACK covers all before it,
+ * IBA 9.7.5.1.1); READ and atomics need their responses. comp.acked_psn
+ * only advances over what was retired, or into a partly acknowledged
+ * message, so that a retransmission starts at the first unacknowledged PSN.
+ */
 static void
 comp_retire(struct ib_qp *qp, uint32_t psn)
 {
-	while (qp->comp.wqe_idx != qp->req.wqe_idx) {
+	while (qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0) {
 		struct ib_swqe_state *st =
 			&qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+		int done = qp->comp.wqe_idx != qp->req.wqe_idx;
 
-		if (st->status != IBV_WC_SUCCESS) {
+		if (done && st->status != IBV_WC_SUCCESS) {
 			comp_error(qp, st->status);
 			return;
 		}
-		if (psn_diff(st->last_psn, psn) > 0 ||
-		    is_read_atomic(sq_wqe(qp, qp->comp.wqe_idx)->opcode))
+		if (psn_diff(st->first_psn, psn) > 0)
 			return;
+		if (is_read_atomic(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
+			/* Its responses come before any ACK past them: an
+			 * ACK beyond means they were lost (IBA 9.7.5.1.2).
+			 */
+			if (done && psn_diff(psn, st->last_psn) > 0)
+				ib_req_rewind(qp, st->first_psn);
+			return;
+		}
+		if (!done || psn_diff(st->last_psn, psn) > 0) {
+			qp->comp.acked_psn = psn;	/* partly acknowledged */
+			return;
+		}
 		comp_wqe(qp, IBV_WC_SUCCESS);
 	}
 }
@@ -107,13 +126,6 @@ void
 ib_comp_kick(struct ib_qp *qp)
 {
 	comp_retire(qp, qp->comp.acked_psn);
-}
-
-static void
-set_acked(struct ib_qp *qp, uint32_t psn)
-{
-	if (psn_diff(psn, qp->comp.acked_psn) > 0)
-		qp->comp.acked_psn = psn;
 }
 
 /* IBA table 45: the RNR NAK timer field in units of 10 microseconds. */
@@ -144,7 +156,6 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	switch (syndrome & AETH_TYPE_MASK) {
 	case AETH_ACK:
-		set_acked(qp, psn);
 		comp_retire(qp, psn);
 		return;
 	case AETH_RNR_NAK:
@@ -228,7 +239,6 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 		comp_error(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
-	set_acked(qp, psn);
 	comp_wqe(qp, IBV_WC_SUCCESS);
 	comp_retire(qp, psn);
 }
@@ -252,7 +262,6 @@ comp_atomic_ack(struct ib_qp *qp, const struct ib_opcode_info *info,
 		comp_error(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
-	set_acked(qp, psn);
 	comp_wqe(qp, IBV_WC_SUCCESS);
 	comp_retire(qp, psn);
 }

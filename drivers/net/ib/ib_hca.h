@@ -218,13 +218,25 @@ struct ib_comp {
 	uint32_t rnr_left;
 };
 
-/* A READ the responder still has to answer (IBA 9.7.4.1.6). */
+/*
+ * A READ or atomic the responder still has to answer. Responses leave in
+ * PSN order (IBA 9.7.5.1), so atomic ACKs queue behind READ data.
+ */
 struct ib_read_job {
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t offset;	/* bytes already sent */
 	uint32_t psn;		/* of the next response packet */
+	uint8_t atomic;		/* an ATOMIC ACKNOWLEDGE carrying orig */
+	uint64_t orig;
+};
+
+/* Atomic results kept for duplicates (C9-124: never executed twice). */
+struct ib_atomic_replay {
+	uint32_t psn;
+	uint8_t valid;
+	uint64_t orig;
 };
 
 #define IB_MAX_READ_JOBS	16
@@ -248,9 +260,14 @@ struct ib_resp {
 	uint64_t wva;
 	uint32_t wremain;
 	uint32_t wlen;
+	/* The RETH of the READ being executed. */
+	uint64_t rd_va;
+	uint32_t rd_rkey;
+	uint32_t rd_len;
 	/* READ responses to send, a ring of IB_MAX_READ_JOBS. */
 	struct ib_read_job rd[IB_MAX_READ_JOBS];
 	uint32_t rd_head, rd_tail;
+	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
 };
 
 /*

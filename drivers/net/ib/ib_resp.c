@@ -116,8 +116,12 @@ ib_resp_flush_acks(struct ib_dev *dev)
 {
 	uint32_t i;
 
+	/* A QP still owing READ or atomic responses sends its ACK after them
+	 * (ib_resp_run): responses leave in PSN order.
+	 */
 	for (i = 0; i < dev->nack; i++)
-		ack_flush(dev->ack_qps[i]);
+		if (dev->ack_qps[i]->resp.rd_head == dev->ack_qps[i]->resp.rd_tail)
+			ack_flush(dev->ack_qps[i]);
 	dev->nack = 0;
 }
 
@@ -176,8 +180,6 @@ check_resource(struct ib_qp *qp, struct resp_pkt *p)
 		}
 	}
 	if (p->mask & (IB_M_READ | IB_M_ATOMIC)) {
-		if (!(p->mask & IB_M_READ))
-			return RESP_CHECK_RKEY;
 		if (qp->resp.rd_head - qp->resp.rd_tail >=
 		    RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic,
 			    (uint32_t)IB_MAX_READ_JOBS))
@@ -232,14 +234,9 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		qp->resp.wremain = len;
 		qp->resp.wlen = len;
 	} else if (p->mask & IB_M_READ) {
-		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
-						     IB_MAX_READ_JOBS];
-
-		j->va = va;
-		j->rkey = rkey;
-		j->length = len;
-		j->offset = 0;
-		j->psn = p->psn;
+		qp->resp.rd_va = va;
+		qp->resp.rd_rkey = rkey;
+		qp->resp.rd_len = len;
 	}
 	return RESP_EXECUTE;
 }
@@ -283,6 +280,19 @@ exec_write(struct ib_qp *qp, struct resp_pkt *p)
 	return (p->mask & IB_M_IMMDT) ? RESP_COMPLETE : RESP_ACKNOWLEDGE;
 }
 
+/* Queue a response job: READ data, or an atomic's original value. */
+static struct ib_read_job *
+job_push(struct ib_qp *qp, uint32_t psn)
+{
+	struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head++ %
+					     IB_MAX_READ_JOBS];
+
+	memset(j, 0, sizeof(*j));
+	j->psn = psn;
+	ib_engine_activate(qp);
+	return j;
+}
+
 static enum resp_state
 exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 {
@@ -292,9 +302,8 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 	uint64_t *addr = (uint64_t *)(mr->addr + (va - mr->iova));
 	uint64_t orig, swap_add = rte_be_to_cpu_64(a->swap_add);
 	uint8_t op = bth_opcode((struct ib_bth *)p->bth);
-	rte_be64_t orig_be;
-	uint8_t *bth, *pay;
-	struct rte_mbuf *m;
+	struct ib_atomic_replay *r;
+	struct ib_read_job *j;
 
 	if (op == IB_RC_COMPARE_SWAP) {
 		orig = rte_be_to_cpu_64(a->compare);
@@ -304,18 +313,13 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 		orig = __atomic_fetch_add(addr, swap_add, __ATOMIC_SEQ_CST);
 	}
 	qp->resp.msn++;
-	ack_flush(qp);
-	m = ib_pkt_alloc(qp, IB_RC_ATOMIC_ACKNOWLEDGE, 0, &bth, &pay);
-	if (m == NULL)
-		return RESP_DONE;
-	ib_pkt_bth(bth, IB_RC_ATOMIC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0,
-		   p->psn);
-	aeth_set((rte_be32_t *)(bth + IB_BTH_LEN), AETH_ACK | AETH_CREDIT_INVALID,
-		 qp->resp.msn);
-	orig_be = rte_cpu_to_be_64(orig);
-	memcpy(bth + ib_opcode[IB_RC_ATOMIC_ACKNOWLEDGE].offset[IB_HDR_ATMACK],
-	       &orig_be, 8);
-	ib_tx(qp->dev, m);
+	r = &qp->resp.replay[p->psn % IB_MAX_READ_JOBS];
+	r->psn = p->psn;
+	r->orig = orig;
+	r->valid = 1;
+	j = job_push(qp, p->psn);
+	j->atomic = 1;
+	j->orig = orig;
 	return RESP_DONE;
 }
 
@@ -327,15 +331,18 @@ execute(struct ib_qp *qp, struct resp_pkt *p)
 	if (p->mask & IB_M_WRITE)
 		return exec_write(qp, p);
 	if (p->mask & IB_M_READ) {
-		uint32_t n = p->info->mask & IB_M_RETH ?
-			     qp->resp.rd[qp->resp.rd_head % IB_MAX_READ_JOBS].length : 0;
+		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
+						     IB_MAX_READ_JOBS];
+		uint32_t n = qp->resp.rd_len;
 
-		qp->resp.rd_head++;
+		job_push(qp, p->psn);
+		j->va = qp->resp.rd_va;
+		j->rkey = qp->resp.rd_rkey;
+		j->length = n;
 		qp->resp.msn++;
 		/* The responses use one PSN each (C9-75). */
 		qp->resp.epsn = (qp->resp.epsn + (n ? (n + qp->path.mtu - 1) /
 			qp->path.mtu : 1) - 1) & IB_PSN_MASK;
-		ib_engine_activate(qp);
 		return RESP_DONE;
 	}
 	return exec_atomic(qp, p);
@@ -394,13 +401,26 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 						reth_len(r),
 						IBV_ACCESS_REMOTE_READ) != 0))
 			return;
-		j = &qp->resp.rd[qp->resp.rd_head++ % IB_MAX_READ_JOBS];
+		j = job_push(qp, p->psn);
 		j->va = reth_va(r);
 		j->rkey = reth_rkey(r);
 		j->length = reth_len(r);
-		j->offset = 0;
-		j->psn = p->psn;
-		ib_engine_activate(qp);
+		return;
+	}
+	if (p->mask & IB_M_ATOMIC) {
+		struct ib_atomic_replay *r =
+			&qp->resp.replay[p->psn % IB_MAX_READ_JOBS];
+		struct ib_read_job *j;
+
+		/* Answer with the saved result, or not at all: an atomic is
+		 * never executed twice.
+		 */
+		if (!r->valid || r->psn != p->psn ||
+		    qp->resp.rd_head - qp->resp.rd_tail >= IB_MAX_READ_JOBS)
+			return;
+		j = job_push(qp, p->psn);
+		j->atomic = 1;
+		j->orig = r->orig;
 		return;
 	}
 	ib_send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
@@ -595,52 +615,87 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 	}
 }
 
-/* Send READ responses (IBA 9.7.4.1.6) from the queued jobs. */
+/* An atomic's response: ATOMIC ACKNOWLEDGE with the original value. */
+static int
+send_atomic_ack(struct ib_qp *qp, const struct ib_read_job *j)
+{
+	const struct ib_opcode_info *info = &ib_opcode[IB_RC_ATOMIC_ACKNOWLEDGE];
+	rte_be64_t orig_be = rte_cpu_to_be_64(j->orig);
+	uint8_t *bth, *pay;
+	struct rte_mbuf *m;
+
+	m = ib_pkt_alloc(qp, IB_RC_ATOMIC_ACKNOWLEDGE, 0, &bth, &pay);
+	if (m == NULL)
+		return -ENOBUFS;
+	ib_pkt_bth(bth, IB_RC_ATOMIC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0,
+		   j->psn);
+	aeth_set((rte_be32_t *)(bth + info->offset[IB_HDR_AETH]),
+		 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+	memcpy(bth + info->offset[IB_HDR_ATMACK], &orig_be, 8);
+	ib_tx(qp->dev, m);
+	return 0;
+}
+
+/* One READ response packet of job @j (IBA 9.7.4.1.6); 1 when it was the last. */
+static int
+send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
+{
+	uint32_t chunk = RTE_MIN(qp->path.mtu, j->length - j->offset);
+	int first = j->offset == 0;
+	int last = j->offset + chunk == j->length;
+	struct ib_mr *mr = NULL;
+	uint8_t *bth, *pay, op;
+	struct rte_mbuf *m;
+
+	op = first && last ? IB_RC_READ_RESPONSE_ONLY :
+	     first ? IB_RC_READ_RESPONSE_FIRST :
+	     last ? IB_RC_READ_RESPONSE_LAST : IB_RC_READ_RESPONSE_MIDDLE;
+	if (chunk) {
+		/* The MR may have gone since the request was checked. */
+		mr = ib_mr_lookup(qp->dev, j->rkey);
+		if (ib_mr_check(mr, qp->ibv.pd, j->va, j->length,
+				IBV_ACCESS_REMOTE_READ) != 0)
+			return -EACCES;
+	}
+	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
+	if (m == NULL)
+		return -ENOBUFS;
+	ib_pkt_bth(bth, op, 0, qp->path.dest_qpn, 0, j->psn);
+	if (ib_opcode[op].mask & IB_M_AETH)
+		aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
+			 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+	if (chunk)
+		rte_memcpy(pay, mr->addr + (j->va - mr->iova) + j->offset, chunk);
+	ib_tx(qp->dev, m);
+	j->offset += chunk;
+	j->psn = (j->psn + 1) & IB_PSN_MASK;
+	return last;
+}
+
+/* Send the queued READ and atomic responses, then any held-back ACK. */
 void
 ib_resp_run(struct ib_qp *qp)
 {
 	int budget = IB_REQ_BUDGET;
 
-	while (qp->resp.rd_tail != qp->resp.rd_head && budget > 0 &&
+	while (qp->resp.rd_tail != qp->resp.rd_head && budget-- > 0 &&
 	       ib_tx_room(qp->dev) > 0) {
 		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_tail %
 						     IB_MAX_READ_JOBS];
-		uint32_t chunk = RTE_MIN(qp->path.mtu, j->length - j->offset);
-		int first = j->offset == 0;
-		int last = j->offset + chunk == j->length;
-		struct ib_mr *mr = NULL;
-		uint8_t *bth, *pay, op;
-		struct rte_mbuf *m;
+		int ret = j->atomic ? (send_atomic_ack(qp, j) ?: 1) :
+				      send_read_resp(qp, j);
 
-		op = first && last ? IB_RC_READ_RESPONSE_ONLY :
-		     first ? IB_RC_READ_RESPONSE_FIRST :
-		     last ? IB_RC_READ_RESPONSE_LAST : IB_RC_READ_RESPONSE_MIDDLE;
-		if (chunk) {
-			mr = ib_mr_lookup(qp->dev, j->rkey);
-			if (ib_mr_check(mr, qp->ibv.pd, j->va, j->length,
-					IBV_ACCESS_REMOTE_READ) != 0) {
-				qp->resp.rd_tail++;
-				ib_send_ack(qp, AETH_NAK_REM_ACCESS, j->psn);
-				ib_qp_to_error(qp);
-				return;
-			}
-		}
-		ack_flush(qp);
-		m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
-		if (m == NULL)
+		if (ret == -EACCES) {
+			qp->resp.rd_tail++;
+			ib_send_ack(qp, AETH_NAK_REM_ACCESS, j->psn);
+			ib_qp_to_error(qp);
 			return;
-		ib_pkt_bth(bth, op, 0, qp->path.dest_qpn, 0, j->psn);
-		if (ib_opcode[op].mask & IB_M_AETH)
-			aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
-				 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
-		if (chunk)
-			rte_memcpy(pay, mr->addr + (j->va - mr->iova) + j->offset,
-				   chunk);
-		ib_tx(qp->dev, m);
-		j->offset += chunk;
-		j->psn = (j->psn + 1) & IB_PSN_MASK;
-		budget--;
-		if (last)
+		}
+		if (ret < 0)
+			return;		/* no mbuf or no MAC yet: next pass */
+		if (ret == 1)
 			qp->resp.rd_tail++;
 	}
+	if (qp->resp.rd_tail == qp->resp.rd_head)
+		ack_flush(qp);
 }
