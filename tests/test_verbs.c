@@ -643,6 +643,182 @@ resize_cq_keeps_entries(void)
 	CHECK(ibv_destroy_cq(cq) == 0, "cq");
 }
 
+/* UD multicast: every attached QP gets a copy, a detached one does not. */
+static void
+ud_multicast(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *s = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_qp *m1 = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_qp *m2 = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_qp *rcq = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	union ibv_gid mgid = { .raw = { [10] = 0xff, [11] = 0xff,
+					[12] = 239, [13] = 1, [14] = 2, [15] = 3 } };
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	int got[2] = { 0, 0 };
+
+	connect_qp(s, 0);
+	connect_qp(m1, 0);
+	connect_qp(m2, 0);
+	CHECK(ibv_attach_mcast(rcq, &mgid, 0) == EINVAL, "RC QP attached");
+	{
+		union ibv_gid uni;
+
+		CHECK(ibv_query_gid(ctx, 1, 0, &uni) == 0, "gid");
+		CHECK(ibv_attach_mcast(m1, &uni, 0) == EINVAL,
+		      "unicast GID attached");
+	}
+	CHECK(ibv_attach_mcast(m1, &mgid, 0) == 0, "attach m1");
+	CHECK(ibv_attach_mcast(m2, &mgid, 0) == 0, "attach m2");
+	aa.grh.dgid = mgid;
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah != NULL, "multicast AH");
+	post_recv(m1, 65536, 4096, 1);
+	post_recv(m2, 69632, 4096, 2);
+	CHECK(post_ud(s, ah, 0xffffff, 0x11111111, 0, 32, 9, IBV_WR_SEND) == 0,
+	      "send to group");
+	while (poll_one(cq, &wc, 0.2)) {
+		CHECK(wc.status == IBV_WC_SUCCESS, "status");
+		if (wc.wr_id == 1 || wc.wr_id == 2)
+			got[wc.wr_id - 1]++;
+	}
+	CHECK(got[0] == 1 && got[1] == 1, "copies %d %d", got[0], got[1]);
+	CHECK(ibv_detach_mcast(m2, &mgid, 0) == 0, "detach");
+	CHECK(ibv_detach_mcast(m2, &mgid, 0) == EINVAL, "detached twice");
+	post_recv(m1, 65536, 4096, 3);
+	post_recv(m2, 69632, 4096, 4);
+	CHECK(post_ud(s, ah, 0xffffff, 0x11111111, 0, 32, 10, IBV_WR_SEND) == 0,
+	      "send");
+	got[0] = got[1] = 0;
+	while (poll_one(cq, &wc, 0.2))
+		if (wc.wr_id == 3 || wc.wr_id == 4)
+			got[wc.wr_id - 3]++;
+	CHECK(got[0] == 1 && got[1] == 0, "after detach %d %d", got[0], got[1]);
+	CHECK(ibv_destroy_qp(s) == 0 && ibv_destroy_qp(m1) == 0 &&
+	      ibv_destroy_qp(m2) == 0 && ibv_destroy_qp(rcq) == 0, "destroy");
+	CHECK(ibv_destroy_ah(ah) == 0 && ibv_destroy_cq(cq) == 0, "ah, cq");
+}
+
+/* ibv_post_send(3): ENOMEM past max_send_wr, EINVAL for inline data longer
+ * than max_inline_data; bad_wr is the first WR not posted.
+ */
+static void
+post_limits(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr attr;
+	struct ibv_qp_init_attr ia;
+	struct ibv_sge sge = { (uintptr_t)buf, 8, mr->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE }, *bad;
+	struct ibv_qp_attr sqd = { .qp_state = IBV_QPS_SQD };
+	uint32_t i, cap;
+	int ret = 0;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_query_qp(a, &attr, IBV_QP_CAP, &ia) == 0, "query");
+	cap = attr.cap.max_send_wr;
+	CHECK(attr.cap.max_inline_data >= 64, "max_inline_data %u",
+	      attr.cap.max_inline_data);
+	/* Hold the SQ in SQD so that nothing drains while it fills up. */
+	CHECK(ibv_modify_qp(a, &sqd, IBV_QP_STATE) == 0, "SQD");
+	wait_async(IBV_EVENT_SQ_DRAINED, a, 5000);
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 4096;
+	wr.wr.rdma.rkey = mr->rkey;
+	for (i = 0; i <= cap && ret == 0; i++)
+		ret = ibv_post_send(a, &wr, &bad);
+	CHECK(ret == ENOMEM && i == cap + 1 && bad == &wr,
+	      "full SQ: ret %d after %u of %u", ret, i, cap);
+	sqd.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(a, &sqd, IBV_QP_STATE) == 0, "back to RTS");
+	for (i = 0; i < cap; i++)
+		expect(cq, 0, IBV_WC_SUCCESS, NULL);
+	sge.length = attr.cap.max_inline_data + 1;
+	wr.send_flags = IBV_SEND_INLINE;
+	CHECK(ibv_post_send(a, &wr, &bad) == EINVAL, "oversize inline");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/*
+ * Memory protection: an MR of another PD is a local protection error
+ * locally and a remote access error remotely; a READ may only land in a
+ * region with local write access (ibv_post_send(3) table 3).
+ */
+static void
+protection_domains_and_local_access(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_pd *pd2 = ibv_alloc_pd(ctx);
+	struct ibv_mr *other = ibv_reg_mr(pd2, buf + 256 * 1024, 4096,
+					  IBV_ACCESS_LOCAL_WRITE |
+					  IBV_ACCESS_REMOTE_WRITE);
+	struct ibv_mr *ro = ibv_reg_mr(pd, buf + 300 * 1024, 4096, 0);
+	struct ibv_qp *a, *b;
+	struct ibv_sge sge;
+	struct ibv_send_wr wr, *bad;
+
+	CHECK(pd2 != NULL && other != NULL && ro != NULL, "setup");
+	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	/* Local: the lkey of another PD's MR. */
+	sge = (struct ibv_sge){ (uintptr_t)buf + 256 * 1024, 8, other->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "post");
+	expect(cq, 1, IBV_WC_LOC_PROT_ERR, NULL);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+
+	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	/* Remote: the rkey of another PD's MR. */
+	sge = (struct ibv_sge){ (uintptr_t)buf, 8, mr->lkey };
+	wr.wr_id = 2;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 256 * 1024;
+	wr.wr.rdma.rkey = other->rkey;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "post");
+	expect(cq, 2, IBV_WC_REM_ACCESS_ERR, NULL);
+	ibv_destroy_qp(a);
+	ibv_destroy_qp(b);
+
+	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	/* A READ into a region without IBV_ACCESS_LOCAL_WRITE. */
+	sge = (struct ibv_sge){ (uintptr_t)buf + 300 * 1024, 8, ro->lkey };
+	wr.wr_id = 3;
+	wr.opcode = IBV_WR_RDMA_READ;
+	wr.wr.rdma.remote_addr = (uintptr_t)buf;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "post");
+	expect(cq, 3, IBV_WC_LOC_PROT_ERR, NULL);
+	/* A SEND from it is fine: sending needs no local access right. */
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_dealloc_pd(pd2) == EBUSY, "PD with an MR freed");
+	CHECK(ibv_dereg_mr(other) == 0 && ibv_dereg_mr(ro) == 0, "dereg");
+	CHECK(ibv_dealloc_pd(pd2) == 0 && ibv_destroy_cq(cq) == 0, "teardown");
+	/* Registration rules: remote write needs local write. */
+	errno = 0;
+	CHECK(ibv_reg_mr(pd, buf, 4096, IBV_ACCESS_REMOTE_WRITE) == NULL &&
+	      errno == EINVAL, "REMOTE_WRITE without LOCAL_WRITE");
+}
+
 static uint64_t
 counter(const char *name)
 {
@@ -730,6 +906,9 @@ main(void)
 	RUN(reset_purges_only_its_cqes);
 	RUN(resize_cq_keeps_entries);
 	RUN(unresolved_peer_times_out);
+	RUN(ud_multicast);
+	RUN(post_limits);
+	RUN(protection_domains_and_local_access);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");
 	CHECK(ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);

@@ -346,3 +346,17 @@ ibv_create_ah_from_wc(struct ibv_pd *pd, struct ibv_wc *wc,
 		return NULL;
 	return ibv_create_ah(pd, &attr);
 }
+
+int
+ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;	/* RoCE has no LIDs */
+	return ib_mcast_change(to_qp(qp), gid, 1);
+}
+
+int
+ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
+{
+	(void)lid;
+	return ib_mcast_change(to_qp(qp), gid, 0);
+}

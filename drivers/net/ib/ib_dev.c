@@ -215,6 +215,13 @@ ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *a)
 	a->max_res_rd_atom = IB_MAX_RD_ATOMIC * (IB_MAX_QP - IB_QPN_BASE);
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
+	a->max_srq = 65536;
+	a->max_srq_wr = IB_MAX_QP_WR;
+	a->max_srq_sge = IB_MAX_SGE;
+	a->max_ah = 1 << 20;
+	a->max_mcast_grp = IB_MAX_MCAST_GRP;
+	a->max_mcast_qp_attach = IB_MAX_MCAST_QPS;
+	a->max_total_mcast_qp_attach = IB_MAX_MCAST_GRP * IB_MAX_MCAST_QPS;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 	return 0;

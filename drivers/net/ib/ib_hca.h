@@ -348,6 +348,15 @@ _Static_assert(offsetof(struct ib_qp, ibv_ex.qp_base) ==
 
 TAILQ_HEAD(ib_qp_list, ib_qp);
 
+#define IB_MAX_MCAST_GRP	64
+#define IB_MAX_MCAST_QPS	16	/* QPs attached to one group */
+
+struct ib_mcast_group {
+	uint32_t ip;			/* network order */
+	uint32_t nqp;			/* 0: the slot is free */
+	struct ib_qp *qps[IB_MAX_MCAST_QPS];
+};
+
 struct ib_dev {
 	struct ib_dev_conf conf;
 	uint16_t port_id;
@@ -373,6 +382,7 @@ struct ib_dev {
 	uint32_t tx_n;
 	struct ib_qp_list active;
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
+	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
@@ -474,6 +484,11 @@ int ib_srq_destroy(struct ib_srq *srq);
 int ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad);
 int ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out);
+
+/* ib_mcast.c */
+int ib_mcast_change(struct ib_qp *qp, const union ibv_gid *gid, int attach);
+void ib_mcast_forget_qp(struct ib_qp *qp);
+struct ib_mcast_group *ib_mcast_lookup(struct ib_dev *dev, uint32_t ip);
 
 /* ib_ah.c */
 int ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr,

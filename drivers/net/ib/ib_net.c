@@ -321,6 +321,44 @@ qp_accepts(const struct ib_qp *qp, uint32_t mask)
 	}
 }
 
+/* The QP-level checks (type, state), then the responder or completer. */
+static void
+rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
+	   const struct ib_opcode_info *info, uint8_t *bth, uint32_t paylen)
+{
+	int state = qp->attr.qp_state;
+
+	if (!qp_accepts(qp, info->mask)) {
+		ib_count(dev, IB_CNT_RX_BAD_TRANSPORT);
+		return;
+	}
+	if (state < IBV_QPS_RTR || state == IBV_QPS_ERR ||
+	    ((info->mask & IB_M_RESP) && state == IBV_QPS_RTR)) {
+		ib_count(dev, IB_CNT_RX_BAD_STATE);
+		return;
+	}
+	if (info->mask & IB_M_RESP)
+		ib_comp_rx(qp, bth, paylen);
+	else
+		ib_resp_rx(qp, bth, paylen);
+}
+
+/* A UD packet to a multicast group: one copy per attached QP. */
+static void
+rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn,
+	     const struct ib_opcode_info *info, uint8_t *bth, uint32_t paylen)
+{
+	struct ib_mcast_group *g = ib_mcast_lookup(dev, ip);
+	uint32_t i;
+
+	if (qpn != IB_QPN_MASK || !(info->mask & IB_M_UD) || g == NULL) {
+		ib_count(dev, IB_CNT_RX_MCAST_NO_GROUP);
+		return;
+	}
+	for (i = 0; i < g->nqp; i++)
+		rx_deliver(dev, g->qps[i], info, bth, paylen);
+}
+
 /*
  * Receive one frame. Checks run in the order of IBA 9.6 (packet header
  * validation) after the RoCEv2 encapsulation: length against the opcode
@@ -337,7 +375,6 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	struct ib_qp *qp;
 	uint32_t len, iplen, qpn, paylen, crc, wire_crc;
 	uint8_t *p, *bth;
-	int state;
 
 	ib_count(dev, IB_CNT_RX_PKTS);
 	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m) != 0)
@@ -359,7 +396,7 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
 						     RTE_IPV4_HDR_OFFSET_MASK)) ||
 	    udp->dst_port != rte_cpu_to_be_16(IB_UDP_PORT) ||
-	    ip->dst_addr != dev->conf.ip)
+	    (ip->dst_addr != dev->conf.ip && !ib_ipv4_is_mcast(ip->dst_addr)))
 		goto not_roce;
 	iplen = rte_be_to_cpu_16(ip->total_length);
 	if (iplen + ETH_LEN > len ||
@@ -391,28 +428,19 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		goto free;
 	}
 	qpn = bth_qpn((struct ib_bth *)bth);
+	paylen = iplen - IP_LEN - UDP_LEN - info->length - IB_ICRC_LEN -
+		 bth_pad((struct ib_bth *)bth);
+	if (unlikely(ib_ipv4_is_mcast(ip->dst_addr))) {
+		rx_multicast(dev, ip->dst_addr, qpn, info, bth, paylen);
+		goto free;
+	}
 	qp = qpn < IB_MAX_QP ?
 		__atomic_load_n(&dev->qp_tbl[qpn], __ATOMIC_ACQUIRE) : NULL;
 	if (qp == NULL) {
 		ib_count(dev, IB_CNT_RX_NO_QP);
 		goto free;
 	}
-	if (!qp_accepts(qp, info->mask)) {
-		ib_count(dev, IB_CNT_RX_BAD_TRANSPORT);
-		goto free;
-	}
-	state = qp->attr.qp_state;
-	if (state < IBV_QPS_RTR || state == IBV_QPS_ERR ||
-	    ((info->mask & IB_M_RESP) && state == IBV_QPS_RTR)) {
-		ib_count(dev, IB_CNT_RX_BAD_STATE);
-		goto free;
-	}
-	paylen = iplen - IP_LEN - UDP_LEN - info->length - IB_ICRC_LEN -
-		 bth_pad((struct ib_bth *)bth);
-	if (info->mask & IB_M_RESP)
-		ib_comp_rx(qp, bth, paylen);
-	else
-		ib_resp_rx(qp, bth, paylen);
+	rx_deliver(dev, qp, info, bth, paylen);
 	goto free;
 
 not_roce:
