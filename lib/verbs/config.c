@@ -197,7 +197,14 @@ done:
 			mode);
 		return -EINVAL;
 	}
-	for (i = 0; i < cfg->ndev; i++)
+	for (i = 0; i < cfg->ndev; i++) {
+		const char *cap = getenv("DPIB_CAPTURE");
+
 		cfg->dev[i].poll_mode = cfg->poll_mode;
+		/* One file per device: the first keeps the name given. */
+		if (cap != NULL && *cap != '\0')
+			snprintf(cfg->dev[i].capture, sizeof(cfg->dev[i].capture),
+				 i ? "%s.%s" : "%s", cap, cfg->dev[i].name);
+	}
 	return 0;
 }

@@ -276,3 +276,15 @@ dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		*eth_mtu = hw->conf.mtu;
 	return 0;
 }
+
+int
+dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len)
+{
+	int ret = ib_inject(ctx_hw(ctx), frame, len);
+
+	if (ret < 0) {
+		errno = -ret;
+		return -1;
+	}
+	return 0;
+}

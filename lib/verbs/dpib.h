@@ -46,6 +46,16 @@ int dpib_port_id(struct ibv_context *ctx, uint16_t *port_id);
 int dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		     uint32_t *eth_mtu);
 
+/**
+ * Hand a raw Ethernet frame to a device's receive path as if its port had
+ * delivered it. For tests and fuzzing: frames from scapy, replays of
+ * captures. The frame is copied; it is processed asynchronously by the
+ * engine (or at once when no engine runs yet).
+ *
+ * @return 0, or -1 with errno set (ENOBUFS, EMSGSIZE).
+ */
+int dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -130,10 +130,12 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	dev->db_ring = rte_ring_create(name, rte_align32pow2(IB_MAX_QP),
 				       SOCKET_ID_ANY, RING_F_SC_DEQ |
 				       RING_F_EXACT_SZ);
+	snprintf(name, sizeof(name), "ib_in_%.16s", conf->name);
+	dev->inject = rte_ring_create(name, 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "ib_mb_%.16s", conf->name);
 	dev->pool = rte_pktmbuf_pool_create(name, IB_NB_MBUF, 256, 0,
 					    IB_MBUF_DATA, SOCKET_ID_ANY);
-	if (dev->db_ring == NULL || dev->pool == NULL)
+	if (dev->db_ring == NULL || dev->pool == NULL || dev->inject == NULL)
 		goto err;
 	ret = port_open(conf->port, &dev->port_id);
 	if (ret != 0) {
@@ -147,6 +149,9 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		goto err;
 	}
 	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu);
+	if (conf->capture[0] != '\0' &&
+	    (ret = ib_capture_open(dev, conf->capture)) != 0)
+		goto err;
 	ret = ib_neigh_init(dev);
 	if (ret != 0)
 		goto err;
@@ -177,7 +182,10 @@ ib_dev_destroy(struct ib_dev *dev)
 	ib_engine_detach(dev);
 	if (dev->neigh != NULL)
 		ib_neigh_fini(dev);
+	if (dev->capture != NULL)
+		fclose(dev->capture);
 	rte_ring_free(dev->db_ring);
+	rte_ring_free(dev->inject);
 	rte_free(dev->qp_tbl);
 	rte_free(dev->mr_tbl);
 	rte_free(dev->mr_gen);

@@ -13,6 +13,7 @@
  * that doorbells and control calls wake. Polling mode never sleeps.
  */
 #include <errno.h>
+#include <string.h>
 #include <unistd.h>
 #include <sched.h>
 #include <time.h>
@@ -143,6 +144,14 @@ ib_engine_poll(struct ib_dev *dev)
 		ib_rx(dev, pkts[i]);
 	ib_resp_flush_acks(dev);
 	work = n;
+	if (unlikely(!rte_ring_empty(dev->inject))) {
+		n = rte_ring_sc_dequeue_burst(dev->inject, (void **)pkts,
+					      IB_RX_BURST, NULL);
+		for (i = 0; i < n; i++)
+			ib_rx(dev, pkts[i]);
+		ib_resp_flush_acks(dev);
+		work += n;
+	}
 
 	n = rte_ring_sc_dequeue_burst(dev->db_ring, qpns, IB_RX_BURST, NULL);
 	for (i = 0; i < n; i++) {
@@ -359,6 +368,37 @@ ib_engine_detach(struct ib_dev *dev)
 	if (dev->eng != NULL)
 		ib_engine_exec(dev, remove_dev, dev);
 	dev->eng = NULL;
+}
+
+/*
+ * dpib_inject(): a frame handed to the receive path as if the port had
+ * delivered it (tests, fuzzing). Without a running engine it is processed
+ * here, on the caller's thread.
+ */
+int
+ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(dev->pool);
+	char *p;
+
+	if (m == NULL)
+		return -ENOBUFS;
+	p = rte_pktmbuf_append(m, len);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		return -EMSGSIZE;
+	}
+	memcpy(p, frame, len);
+	if (dev->eng == NULL || !engine.launched) {
+		ib_rx(dev, m);
+		ib_resp_flush_acks(dev);
+		ib_tx_flush(dev);
+		return 0;
+	}
+	while (rte_ring_mp_enqueue(dev->inject, m) != 0)
+		sched_yield();
+	engine_wake();
+	return 0;
 }
 
 void

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/queue.h>
 #include <infiniband/verbs.h>
 #include <rte_common.h>
@@ -68,6 +69,7 @@ struct ib_dev_conf {
 	int loopback;		/* the embedded loopback device */
 	int lcore;		/* engine lcore */
 	int poll_mode;		/* 1: engine never sleeps (benchmarks) */
+	char capture[256];	/* pcap of transmitted frames, or "" */
 };
 
 /* Engine -> application events (ib_event.c). */
@@ -378,11 +380,13 @@ struct ib_dev {
 
 	/* Engine side. */
 	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
+	struct rte_ring *inject;	/* frames from dpib_inject(), MP/SC */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint32_t tx_n;
 	struct ib_qp_list active;
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
+	FILE *capture;			/* DPIB_CAPTURE: frames sent, pcap */
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
@@ -539,6 +543,8 @@ uint16_t ib_udp_sport(uint32_t qpn);
 int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_tx_room(const struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
+int ib_capture_open(struct ib_dev *dev, const char *path);
+int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		uint8_t hdr[IB_HDR_ROOM], uint32_t *dip, uint8_t *resolved);

@@ -7,6 +7,7 @@
  */
 #include <string.h>
 #include <errno.h>
+#include <time.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
@@ -258,6 +259,40 @@ ib_tx_room(const struct ib_dev *dev)
 	return IB_TX_PENDING - dev->tx_n;
 }
 
+/*
+ * DPIB_CAPTURE: a classic pcap file (link type Ethernet) of every frame
+ * the device transmits, for dissection by tshark or scapy. A debugging aid:
+ * it writes from the engine's transmit path.
+ */
+int
+ib_capture_open(struct ib_dev *dev, const char *path)
+{
+	const uint32_t hdr[6] = { 0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1 };
+
+	dev->capture = fopen(path, "w");
+	if (dev->capture == NULL)
+		return -errno;
+	fwrite(hdr, sizeof(hdr), 1, dev->capture);
+	return 0;
+}
+
+static void
+capture(struct ib_dev *dev, struct rte_mbuf **m, uint16_t n)
+{
+	struct timespec ts;
+	uint16_t i;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (i = 0; i < n; i++) {
+		uint32_t len = rte_pktmbuf_data_len(m[i]);
+		uint32_t rec[4] = { ts.tv_sec, ts.tv_nsec / 1000, len, len };
+
+		fwrite(rec, sizeof(rec), 1, dev->capture);
+		fwrite(rte_pktmbuf_mtod(m[i], void *), len, 1, dev->capture);
+	}
+	fflush(dev->capture);
+}
+
 void
 ib_tx_flush(struct ib_dev *dev)
 {
@@ -267,6 +302,8 @@ ib_tx_flush(struct ib_dev *dev)
 		return;
 	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
 				(uint16_t)dev->tx_n);
+	if (unlikely(dev->capture != NULL) && sent)
+		capture(dev, dev->tx_pending, sent);
 	dev->cnt[IB_CNT_TX_PKTS] += sent;
 	if (sent < dev->tx_n)
 		memmove(dev->tx_pending, dev->tx_pending + sent,
