@@ -77,9 +77,11 @@ set_engine(struct dpib_config *cfg, const char *key, const char *val)
 				 (int)strtol(val, NULL, 0);
 	else if (strcmp(key, "mode") == 0) {
 		if (strcmp(val, "poll") == 0)
-			cfg->poll_mode = 1;
+			cfg->engine_mode = IB_ENGINE_POLL;
 		else if (strcmp(val, "adaptive") == 0)
-			cfg->poll_mode = 0;
+			cfg->engine_mode = IB_ENGINE_ADAPTIVE;
+		else if (strcmp(val, "inline") == 0)
+			cfg->engine_mode = IB_ENGINE_INLINE;
 		else
 			return -EINVAL;
 	} else
@@ -193,14 +195,14 @@ dpib_config_load(struct dpib_config *cfg)
 done:
 	/* The environment overrides the file (benchmarks want polling). */
 	if (mode != NULL && set_engine(cfg, "mode", mode) != 0) {
-		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: poll or adaptive\n",
+		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: poll, adaptive or inline\n",
 			mode);
 		return -EINVAL;
 	}
 	for (i = 0; i < cfg->ndev; i++) {
 		const char *cap = getenv("DPIB_CAPTURE");
 
-		cfg->dev[i].poll_mode = cfg->poll_mode;
+		cfg->dev[i].engine_mode = cfg->engine_mode;
 		/* One file per device: the first keeps the name given. */
 		if (cap != NULL && *cap != '\0')
 			snprintf(cfg->dev[i].capture, sizeof(cfg->dev[i].capture),

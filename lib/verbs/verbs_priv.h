@@ -17,7 +17,7 @@ struct dpib_config {
 	unsigned int memory_mb;		/* without hugepages */
 	int hugepages;			/* -1 auto, 0 no, 1 yes */
 	int lcore_cpu;			/* -1: last CPU of the affinity mask */
-	int poll_mode;
+	int engine_mode;		/* enum ib_engine_mode */
 	unsigned int ndev;
 	struct ib_dev_conf dev[DPIB_MAX_DEVICES];
 };

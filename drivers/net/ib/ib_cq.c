@@ -53,6 +53,8 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	if (unlikely(n < 0))
 		return -EINVAL;
+	if (ib_engine_inline)
+		ib_engine_progress();
 	rte_spinlock_lock(&cq->poll_lock);
 	avail = ib_queue_count(&cq->q);
 	cons = cq->q.cons;

@@ -43,6 +43,7 @@ struct ib_engine {
 	unsigned int lcore;
 	int launched;
 	int poll_mode;
+	rte_spinlock_t run;	/* inline mode: one pass at a time */
 	uint32_t stop;
 	struct ib_dev *devs[ENG_MAX_DEVS];
 	uint32_t ndev;
@@ -54,7 +55,11 @@ struct ib_engine {
 
 static struct ib_engine engine = {
 	.lock = RTE_SPINLOCK_INITIALIZER,
+	.run = RTE_SPINLOCK_INITIALIZER,
 };
+
+/* Set at the first device of an inline configuration. */
+int ib_engine_inline;
 
 static void
 engine_wake(void)
@@ -287,8 +292,15 @@ ib_engine_attach(struct ib_dev *dev)
 			goto out;
 		}
 		engine.lcore = dev->conf.lcore;
-		engine.poll_mode = dev->conf.poll_mode;
+		engine.poll_mode = dev->conf.engine_mode == IB_ENGINE_POLL;
 		add_dev(dev);
+		dev->eng = (struct ib_engine *)&engine;
+		if (dev->conf.engine_mode == IB_ENGINE_INLINE) {
+			/* No lcore: the application's calls run the passes. */
+			ib_engine_inline = 1;
+			engine.launched = 1;
+			goto out;
+		}
 		if (rte_eal_remote_launch(engine_main, NULL, engine.lcore) != 0) {
 			engine.ndev--;
 			err = EBUSY;
@@ -316,6 +328,19 @@ ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 	struct ib_ctl c = { .fn = fn, .arg = arg };
 	uint64_t deadline;
 
+	if (ib_engine_inline) {
+		int i;
+
+		rte_spinlock_lock(&engine.run);
+		fn(arg);
+		rte_spinlock_unlock(&engine.run);
+		/* What the change set in motion (a drain, a flush) happens
+		 * now, as it would on the engine lcore.
+		 */
+		for (i = 0; i < IB_INLINE_PASSES && ib_engine_progress(); i++)
+			;
+		return 0;
+	}
 	if (dev->eng == NULL || !engine.launched ||
 	    rte_lcore_id() == engine.lcore) {
 		fn(arg);
@@ -389,10 +414,12 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 		return -EMSGSIZE;
 	}
 	memcpy(p, frame, len);
-	if (dev->eng == NULL || !engine.launched) {
+	if (dev->eng == NULL || !engine.launched || ib_engine_inline) {
+		rte_spinlock_lock(&engine.run);
 		ib_rx(dev, m);
 		ib_resp_flush_acks(dev);
 		ib_tx_flush(dev);
+		rte_spinlock_unlock(&engine.run);
 		return 0;
 	}
 	while (rte_ring_mp_enqueue(dev->inject, m) != 0)
@@ -401,10 +428,28 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 	return 0;
 }
 
+/*
+ * Inline mode: one engine pass over every device, from an application
+ * call. A thread finding another one inside a pass does not wait.
+ */
+int
+ib_engine_progress(void)
+{
+	uint32_t i;
+	int work = 0;
+
+	if (!rte_spinlock_trylock(&engine.run))
+		return 0;
+	for (i = 0; i < engine.ndev; i++)
+		work += ib_engine_poll(engine.devs[i]);
+	rte_spinlock_unlock(&engine.run);
+	return work;
+}
+
 void
 ib_engine_shutdown(void)
 {
-	if (!engine.launched)
+	if (!engine.launched || ib_engine_inline)
 		return;
 	__atomic_store_n(&engine.stop, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);

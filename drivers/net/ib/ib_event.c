@@ -11,6 +11,8 @@
  */
 #include <errno.h>
 #include <string.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -74,6 +76,25 @@ ib_evq_push(struct ib_evq *e, const void *rec)
  * Application: take one record, blocking unless the descriptor is
  * non-blocking. Records purged after they were counted are skipped.
  */
+/*
+ * Inline mode: nobody else moves the engine, so a blocking wait runs
+ * passes itself between short waits on the descriptor.
+ */
+static int
+evq_wait_inline(struct ib_evq *e, uint64_t *v, int nonblock)
+{
+	struct pollfd p = { .fd = e->efd, .events = POLLIN };
+
+	for (;;) {
+		ib_engine_progress();
+		if (read(e->efd, v, sizeof(*v)) == sizeof(*v))
+			return 0;
+		if (errno != EAGAIN || nonblock)
+			return -errno;
+		poll(&p, 1, 1);
+	}
+}
+
 int
 ib_evq_pop(struct ib_evq *e, void *rec)
 {
@@ -83,8 +104,18 @@ ib_evq_pop(struct ib_evq *e, void *rec)
 		uint8_t *slot;
 		int valid;
 
-		if (read(e->efd, &v, sizeof(v)) != sizeof(v))
+		if (ib_engine_inline) {
+			int flags = fcntl(e->efd, F_GETFL);
+			int ret;
+
+			fcntl(e->efd, F_SETFL, flags | O_NONBLOCK);
+			ret = evq_wait_inline(e, &v, flags & O_NONBLOCK);
+			fcntl(e->efd, F_SETFL, flags);
+			if (ret < 0)
+				return ret;
+		} else if (read(e->efd, &v, sizeof(v)) != sizeof(v)) {
 			return errno ? -errno : -EIO;
+		}
 		rte_spinlock_lock(&e->lock);
 		if (ib_queue_count(&e->q) == 0) {
 			rte_spinlock_unlock(&e->lock);

@@ -60,6 +60,13 @@ struct ib_dev;
 struct ib_engine;
 struct ib_neigh;
 
+/* How the engine makes progress (DESIGN.md, progress modes). */
+enum ib_engine_mode {
+	IB_ENGINE_ADAPTIVE,	/* own lcore; spin, yield, then sleep */
+	IB_ENGINE_POLL,		/* own lcore, always spinning */
+	IB_ENGINE_INLINE,	/* no lcore: ibv_poll_cq/post_send drive it */
+};
+
 /* Device configuration, filled by lib/verbs from the config file. */
 struct ib_dev_conf {
 	char name[64];		/* dpibN */
@@ -68,7 +75,7 @@ struct ib_dev_conf {
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
 	int lcore;		/* engine lcore */
-	int poll_mode;		/* 1: engine never sleeps (benchmarks) */
+	int engine_mode;	/* enum ib_engine_mode */
 	char capture[256];	/* pcap of transmitted frames, or "" */
 };
 
@@ -529,6 +536,9 @@ void ib_engine_quiesce(struct ib_dev *dev);
 void ib_engine_doorbell(struct ib_qp *qp);
 void ib_engine_activate(struct ib_qp *qp);
 int ib_engine_poll(struct ib_dev *dev);
+int ib_engine_progress(void);
+#define IB_INLINE_PASSES	64	/* a post runs up to this many */
+extern int ib_engine_inline;
 void ib_engine_shutdown(void);
 
 /* ib_net.c */

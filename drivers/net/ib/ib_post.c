@@ -127,6 +127,15 @@ ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		ib_engine_doorbell(qp);
 	}
 	rte_spinlock_unlock(&qp->sq_lock);
+	if (ib_engine_inline) {
+		/* Carry the work as far as it goes now: on a loopback device
+		 * the whole exchange, on a port until it waits for the peer.
+		 */
+		int i;
+
+		for (i = 0; i < IB_INLINE_PASSES && ib_engine_progress(); i++)
+			;
+	}
 	if (err)
 		*bad = wr;
 	return err;
