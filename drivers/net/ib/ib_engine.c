@@ -446,10 +446,38 @@ ib_engine_progress(void)
 	return work;
 }
 
+/*
+ * At exit, keep the engine going a moment for devices on real links: the
+ * last ACKs of a finished exchange are then delivered before the port
+ * closes (a memif peer loses what it has not read yet when the link goes).
+ */
+static void
+linger(void)
+{
+	uint64_t hz = rte_get_tsc_hz(), end = rte_rdtsc() + hz / 1000 * 100;
+	uint64_t idle = rte_rdtsc();
+	uint32_t i;
+	int remote = 0;
+
+	for (i = 0; i < engine.ndev; i++)
+		remote |= !engine.devs[i]->conf.loopback;
+	if (!remote)
+		return;
+	while (rte_rdtsc() < end && rte_rdtsc() - idle < hz / 1000 * 20) {
+		if (!ib_engine_inline)
+			rte_delay_us_sleep(1000);
+		else if (ib_engine_progress())
+			idle = rte_rdtsc();
+	}
+}
+
 void
 ib_engine_shutdown(void)
 {
-	if (!engine.launched || ib_engine_inline)
+	if (!engine.launched)
+		return;
+	linger();
+	if (ib_engine_inline)
 		return;
 	__atomic_store_n(&engine.stop, 1, __ATOMIC_RELEASE);
 	__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);

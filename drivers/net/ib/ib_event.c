@@ -16,6 +16,8 @@
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include <rte_cycles.h>
+
 #include "ib_hca.h"
 
 /* Each record starts with this word; purged records read as not valid. */
@@ -84,14 +86,19 @@ static int
 evq_wait_inline(struct ib_evq *e, uint64_t *v, int nonblock)
 {
 	struct pollfd p = { .fd = e->efd, .events = POLLIN };
+	uint64_t spin = rte_get_tsc_hz() / 1000000 * IB_INLINE_SPIN_US;
+	uint64_t busy = rte_rdtsc();
 
 	for (;;) {
-		ib_engine_progress();
+		if (ib_engine_progress())
+			busy = rte_rdtsc();
 		if (read(e->efd, v, sizeof(*v)) == sizeof(*v))
 			return 0;
 		if (errno != EAGAIN || nonblock)
 			return -errno;
-		poll(&p, 1, 1);
+		/* Spin while traffic is recent, then nap between passes. */
+		if (rte_rdtsc() - busy > spin)
+			poll(&p, 1, 1);
 	}
 }
 

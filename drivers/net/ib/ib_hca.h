@@ -538,6 +538,7 @@ void ib_engine_activate(struct ib_qp *qp);
 int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
 #define IB_INLINE_PASSES	64	/* a post runs up to this many */
+#define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
 extern int ib_engine_inline;
 void ib_engine_shutdown(void);
 

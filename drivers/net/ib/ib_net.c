@@ -118,6 +118,11 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	uint8_t ttl = 64, tos = 0;
 
 	*resolved = 1;
+	/* RoCE addresses by GID: only the loopback device, whose one
+	 * destination is itself, lets a program leave the GRH out.
+	 */
+	if (!ah->is_global && !dev->conf.loopback)
+		return EINVAL;
 	if (ah->is_global) {
 		if (gid_to_ipv4(&ah->grh.dgid, &dip) != 0)
 			return EAFNOSUPPORT;

@@ -1,0 +1,152 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+#
+# Unmodified rdma-core programs (Debian's ibverbs-utils) on dpib, two
+# processes as two hosts, over two kinds of link:
+#   memif      net_memif server/client over a unix socket
+#   af_packet  net_af_packet on the two ends of a veth pair, each end in a
+#              network namespace of its own (created here, removed at exit)
+# Every run has a time limit; a run passes when both sides exit 0 and print
+# their byte and iteration counts.
+#
+# Usage: multiprocess.sh BUILD_DIR SOURCE_DIR [memif|af_packet|all]
+set -u
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+which=${3:-all}
+run="$build/app/dpib-run"
+tmp=$(mktemp -d /tmp/dpib-mp.XXXXXX)
+passed=0
+failed=0
+T=60	# seconds per program
+
+cleanup() {
+	ip netns del dpib-mp-a 2>/dev/null
+	ip netns del dpib-mp-b 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
+
+# check NAME LOG: a pingpong side's success lines.
+side_ok() {
+	grep -q "bytes in .* seconds" "$2" && grep -q "iters in .* seconds" "$2"
+}
+
+# pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR PROGRAM ARGS...
+pair() {
+	local label=$1 spre=$2 cpre=$3 addr=$4
+	shift 4
+	local s="$tmp/server.log" c="$tmp/client.log" srv rc src
+	rm -f "$tmp"/memif.sock
+	$spre timeout $T "$run" -c "$tmp/server.conf" "$@" >"$s" 2>&1 &
+	srv=$!
+	sleep 0.5
+	$cpre timeout $T "$run" -c "$tmp/client.conf" "$@" "$addr" >"$c" 2>&1
+	rc=$?
+	wait $srv
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && side_ok server "$s" &&
+	   side_ok client "$c"; then
+		ok "$label: $* ($(grep 'iters in' "$c" | sed 's/.*= //'))"
+	else
+		fail "$label: $* (server rc $src, client rc $rc)"
+		sed 's/^/  server: /' "$s" | tail -5
+		sed 's/^/  client: /' "$c" | tail -5
+	fi
+}
+
+programs() {
+	local label=$1 spre=$2 cpre=$3 addr=$4
+	pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -n 2000
+	pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -e -n 1000
+	for s in 1 1024 4096 65536; do
+		pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -s $s -n 300
+	done
+	pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -n 20000
+	pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -N -n 1000
+	pair "$label" "$spre" "$cpre" "$addr" ibv_uc_pingpong -d dpib0 -g 0 -n 1000
+	pair "$label" "$spre" "$cpre" "$addr" ibv_ud_pingpong -d dpib0 -g 0 -n 1000
+	pair "$label" "$spre" "$cpre" "$addr" ibv_ud_pingpong -d dpib0 -g 0 -e -n 500
+	pair "$label" "$spre" "$cpre" "$addr" ibv_srq_pingpong -d dpib0 -g 0 -n 1000
+}
+
+single_process_tools() {
+	local out="$tmp/tool.log"
+
+	if timeout $T "$run" ibv_devices >"$out" 2>&1 &&
+	   grep -Eq "^[[:space:]]+dpib0[[:space:]]+[0-9a-f]{16}" "$out"; then
+		ok "ibv_devices lists dpib0"
+	else
+		fail "ibv_devices"; cat "$out"
+	fi
+	if timeout $T "$run" ibv_devinfo -v >"$out" 2>&1 &&
+	   grep -q "hca_id:.*dpib0" "$out" && grep -q "PORT_ACTIVE" "$out" &&
+	   grep -q "link_layer:.*Ethernet" "$out" &&
+	   grep -q "GID\[  0\]:.*::ffff:127.0.0.1, RoCE v2" "$out" &&
+	   grep -q "active_mtu:.*4096" "$out"; then
+		ok "ibv_devinfo -v"
+	else
+		fail "ibv_devinfo -v"; cat "$out"
+	fi
+	# ibv_asyncwatch waits for events until stopped: it must get as far as
+	# waiting (its banner) and be ended by the time limit, not crash.
+	timeout 2 "$run" ibv_asyncwatch -d dpib0 >"$out" 2>&1
+	if [ $? -eq 124 ] && grep -q "dpib0: async event FD" "$out"; then
+		ok "ibv_asyncwatch waits for events"
+	else
+		fail "ibv_asyncwatch"; cat "$out"
+	fi
+}
+
+memif_link() {
+	cat >"$tmp/server.conf" <<EOF
+[engine]
+mode = inline
+[device dpib0]
+port = net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no,id=0
+ip = 192.0.2.1
+mtu = 1500
+EOF
+	sed -e 's/role=server/role=client/' -e 's/192.0.2.1/192.0.2.2/' \
+		"$tmp/server.conf" >"$tmp/client.conf"
+	programs memif "" "" 127.0.0.1
+}
+
+af_packet_link() {
+	ip netns add dpib-mp-a && ip netns add dpib-mp-b &&
+	ip link add dpib-va netns dpib-mp-a type veth peer name dpib-vb \
+		netns dpib-mp-b || { fail "af_packet: network namespaces"; return; }
+	ip -n dpib-mp-a addr add 192.0.2.1/24 dev dpib-va
+	ip -n dpib-mp-b addr add 192.0.2.2/24 dev dpib-vb
+	ip -n dpib-mp-a link set dpib-va up
+	ip -n dpib-mp-b link set dpib-vb up
+	ip -n dpib-mp-a link set lo up
+	ip -n dpib-mp-b link set lo up
+	# The kernel keeps .1/.2 for the programs' TCP exchange; the RoCE
+	# devices own .11/.12 on the same link.
+	cat >"$tmp/server.conf" <<EOF
+[engine]
+mode = inline
+[device dpib0]
+port = net_af_packet0,iface=dpib-va
+ip = 192.0.2.11
+mtu = 1500
+EOF
+	sed -e 's/dpib-va/dpib-vb/' -e 's/192.0.2.11/192.0.2.12/' \
+		"$tmp/server.conf" >"$tmp/client.conf"
+	programs af_packet "ip netns exec dpib-mp-a" "ip netns exec dpib-mp-b" \
+		192.0.2.1
+}
+
+single_process_tools
+case $which in
+memif) memif_link ;;
+af_packet) af_packet_link ;;
+*) memif_link; af_packet_link ;;
+esac
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
