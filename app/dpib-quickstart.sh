@@ -18,7 +18,7 @@ build=${DPIB_BUILD_DIR:-$top/build}
 packages=(
 	build-essential pkg-config meson ninja-build
 	libdpdk-dev dpdk libibverbs-dev libisal-dev libpci-dev
-	libhugetlbfs-bin iproute2 python3 ibverbs-utils
+	libhugetlbfs-bin iproute2 python3 ibverbs-utils perftest python3-pyverbs
 )
 
 as_root() {

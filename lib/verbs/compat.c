@@ -14,6 +14,11 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <sys/types.h>
+#include <infiniband/sa.h>
+#include <rdma/ib_user_sa.h>
+#include <rdma/ib_user_verbs.h>
+
 #include "verbs_priv.h"
 
 int
@@ -220,3 +225,208 @@ NO_KERNEL_CMD(ibv_cmd_reg_dmabuf_mr)
 NO_KERNEL_CMD(ibv_cmd_reg_mr)
 NO_KERNEL_CMD(ibv_cmd_rereg_mr)
 NO_KERNEL_CMD(ibv_cmd_resize_cq)
+
+/*
+ * Converters from the kernel's uverbs/SA structures (librdmacm calls them
+ * on what its kernel hands back); plain field copies.
+ */
+void
+ibv_copy_ah_attr_from_kern(struct ibv_ah_attr *dst,
+			   struct ib_uverbs_ah_attr *src)
+{
+	memcpy(dst->grh.dgid.raw, src->grh.dgid, sizeof(dst->grh.dgid));
+	dst->grh.flow_label = src->grh.flow_label;
+	dst->grh.sgid_index = src->grh.sgid_index;
+	dst->grh.hop_limit = src->grh.hop_limit;
+	dst->grh.traffic_class = src->grh.traffic_class;
+	dst->dlid = src->dlid;
+	dst->sl = src->sl;
+	dst->src_path_bits = src->src_path_bits;
+	dst->static_rate = src->static_rate;
+	dst->is_global = src->is_global;
+	dst->port_num = src->port_num;
+}
+
+void
+ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
+			   struct ib_uverbs_qp_attr *src)
+{
+	dst->cur_qp_state = src->cur_qp_state;
+	dst->path_mtu = src->path_mtu;
+	dst->path_mig_state = src->path_mig_state;
+	dst->qkey = src->qkey;
+	dst->rq_psn = src->rq_psn;
+	dst->sq_psn = src->sq_psn;
+	dst->dest_qp_num = src->dest_qp_num;
+	dst->qp_access_flags = src->qp_access_flags;
+	dst->cap.max_send_wr = src->max_send_wr;
+	dst->cap.max_recv_wr = src->max_recv_wr;
+	dst->cap.max_send_sge = src->max_send_sge;
+	dst->cap.max_recv_sge = src->max_recv_sge;
+	dst->cap.max_inline_data = src->max_inline_data;
+	ibv_copy_ah_attr_from_kern(&dst->ah_attr, &src->ah_attr);
+	ibv_copy_ah_attr_from_kern(&dst->alt_ah_attr, &src->alt_ah_attr);
+	dst->pkey_index = src->pkey_index;
+	dst->alt_pkey_index = src->alt_pkey_index;
+	dst->en_sqd_async_notify = src->en_sqd_async_notify;
+	dst->sq_draining = src->sq_draining;
+	dst->max_rd_atomic = src->max_rd_atomic;
+	dst->max_dest_rd_atomic = src->max_dest_rd_atomic;
+	dst->min_rnr_timer = src->min_rnr_timer;
+	dst->port_num = src->port_num;
+	dst->timeout = src->timeout;
+	dst->retry_cnt = src->retry_cnt;
+	dst->rnr_retry = src->rnr_retry;
+	dst->alt_port_num = src->alt_port_num;
+	dst->alt_timeout = src->alt_timeout;
+}
+
+void
+ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+			    struct ib_user_path_rec *src)
+{
+	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
+	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
+	dst->dlid = src->dlid;
+	dst->slid = src->slid;
+	dst->raw_traffic = src->raw_traffic;
+	dst->flow_label = src->flow_label;
+	dst->reversible = src->reversible;
+	dst->mtu = src->mtu;
+	dst->pkey = src->pkey;
+	dst->hop_limit = src->hop_limit;
+	dst->traffic_class = src->traffic_class;
+	dst->numb_path = src->numb_path;
+	dst->sl = src->sl;
+	dst->mtu_selector = src->mtu_selector;
+	dst->rate_selector = src->rate_selector;
+	dst->rate = src->rate;
+	dst->packet_life_time_selector = src->packet_life_time_selector;
+	dst->packet_life_time = src->packet_life_time;
+	dst->preference = src->preference;
+}
+
+const char *
+ibv_get_sysfs_path(void)
+{
+	return "/sys";	/* where sysfs is; dpib devices have no class in it */
+}
+
+/* P_Key table of one entry: the default partition, full membership. */
+int
+ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey)
+{
+	(void)ctx;
+	if (port != 1 || (rte_be_to_cpu_16(pkey) & 0x7fff) != 0x7fff) {
+		errno = EINVAL;
+		return -1;
+	}
+	return 0;
+}
+
+ssize_t
+_ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
+		     size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	if (flags != 0 || entry_size < sizeof(struct ibv_gid_entry))
+		return -EINVAL;
+	if (max_entries < 1)
+		return -EINVAL;
+	memset(entries, 0, entry_size);
+	entries->gid = ctx_hw(ctx)->gid;
+	entries->gid_index = 0;
+	entries->port_num = 1;
+	entries->gid_type = IBV_GID_TYPE_ROCE_V2;
+	return 1;
+}
+
+/*
+ * The responder places the bytes of each message in order, one packet
+ * after the other, with the CPU: a reader may poll the last byte.
+ */
+int
+ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
+			   uint32_t flags)
+{
+	(void)qp;
+	if (flags != 0)
+		return 0;
+	return op == IBV_WR_RDMA_WRITE || op == IBV_WR_RDMA_WRITE_WITH_IMM ||
+	       op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+	       op == IBV_WR_RDMA_READ;
+}
+
+/* Not built yet (docs/status.md): answered honestly. */
+int
+ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
+	     size_t length, int access)
+{
+	(void)mr;
+	(void)flags;
+	(void)pd;
+	(void)addr;
+	(void)length;
+	(void)access;
+	errno = EOPNOTSUPP;
+	return IBV_REREG_MR_ERR_INPUT;	/* the old MR stays valid */
+}
+
+struct ibv_mr *
+ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
+		  uint64_t iova, int fd, int access)
+{
+	(void)pd;
+	(void)offset;
+	(void)length;
+	(void)iova;
+	(void)fd;
+	(void)access;
+	errno = EOPNOTSUPP;	/* no DMA-buf importer without a kernel */
+	return NULL;
+}
+
+int
+ibv_query_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;	/* no enhanced connection establishment */
+}
+
+int
+ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
+{
+	(void)qp;
+	(void)ece;
+	return EOPNOTSUPP;
+}
+
+struct ibv_mr *
+ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
+{
+	(void)pd;
+	(void)mr_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+void
+ibv_unimport_mr(struct ibv_mr *mr)
+{
+	(void)mr;
+}
+
+struct ibv_dm *
+ibv_import_dm(struct ibv_context *ctx, uint32_t dm_handle)
+{
+	(void)ctx;
+	(void)dm_handle;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+void
+ibv_unimport_dm(struct ibv_dm *dm)
+{
+	(void)dm;
+}
