@@ -100,6 +100,13 @@ set_device(struct ib_dev_conf *d, const char *key, const char *val)
 		d->mtu = strtoul(val, NULL, 0);
 	else if (strcmp(key, "loopback") == 0)
 		d->loopback = strcmp(val, "yes") == 0;
+	else if (strcmp(key, "faults") == 0)
+		return ib_fault_parse(val, &d->fault[0]) ||
+		       ib_fault_parse(val, &d->fault[1]) ? -EINVAL : 0;
+	else if (strcmp(key, "faults_req") == 0)
+		return ib_fault_parse(val, &d->fault[0]) ? -EINVAL : 0;
+	else if (strcmp(key, "faults_resp") == 0)
+		return ib_fault_parse(val, &d->fault[1]) ? -EINVAL : 0;
 	else
 		return -EINVAL;
 	return 0;
@@ -201,6 +208,16 @@ done:
 	}
 	for (i = 0; i < cfg->ndev; i++) {
 		const char *cap = getenv("DPIB_CAPTURE");
+		const char *faults = getenv("DPIB_FAULTS");
+
+		/* Tests inject faults into any configuration this way. */
+		if (faults != NULL && *faults != '\0' &&
+		    (ib_fault_parse(faults, &cfg->dev[i].fault[0]) != 0 ||
+		     ib_fault_parse(faults, &cfg->dev[i].fault[1]) != 0)) {
+			fprintf(stderr, "dpib: DPIB_FAULTS=%s: not understood\n",
+				faults);
+			return -EINVAL;
+		}
 
 		cfg->dev[i].engine_mode = cfg->engine_mode;
 		/* One file per device: the first keeps the name given. */

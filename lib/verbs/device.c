@@ -265,6 +265,12 @@ dpib_port_id(struct ibv_context *ctx, uint16_t *port_id)
 }
 
 int
+dpib_mbufs_in_use(struct ibv_context *ctx)
+{
+	return rte_mempool_in_use_count(ctx_hw(ctx)->pool);
+}
+
+int
 dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		 uint32_t *eth_mtu)
 {

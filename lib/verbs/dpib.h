@@ -42,6 +42,9 @@ int dpib_counters(struct ibv_context *ctx, const char *const **names,
  */
 int dpib_port_id(struct ibv_context *ctx, uint16_t *port_id);
 
+/** Packet buffers of a device's pool in use now (leak checks). */
+int dpib_mbufs_in_use(struct ibv_context *ctx);
+
 /** The engine lcore and the Ethernet MTU a device uses. */
 int dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		     uint32_t *eth_mtu);

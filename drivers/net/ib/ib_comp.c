@@ -39,34 +39,48 @@ wc_opcode(uint32_t wr_opcode)
 	}
 }
 
-/* Retire the WQE at the head of the SQ with @status. */
+/*
+ * Retire the WQE at the head of the SQ with @status. The slot is handed
+ * back before the completion is visible: a program that posts again as
+ * soon as it sees the completion must find the room.
+ */
 static void
 comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 {
 	struct ib_send_wqe *w = sq_wqe(qp, qp->comp.wqe_idx);
 	struct ib_swqe_state *st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+	int report = status != IBV_WC_SUCCESS || (w->flags & IBV_SEND_SIGNALED);
+	struct ibv_wc wc = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode(w->opcode),
+		.byte_len = w->length,
+		.qp_num = qp->ibv.qp_num,
+	};
 
-	if (status != IBV_WC_SUCCESS || (w->flags & IBV_SEND_SIGNALED)) {
-		struct ibv_wc wc = {
-			.wr_id = w->wr_id,
-			.status = status,
-			.opcode = wc_opcode(w->opcode),
-			.byte_len = w->length,
-			.qp_num = qp->ibv.qp_num,
-		};
-
-		ib_cq_push(qp->scq, &wc, 0);
-	}
-	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic)
+	/* Its READ/atomic credit, if the requester holds one for it now. */
+	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic &&
+	    (int32_t)(qp->req.wqe_idx - qp->comp.wqe_idx) > 0)
 		qp->req.rd_atomic--;
 	if (status == IBV_WC_SUCCESS)
 		qp->comp.acked_psn = st->last_psn;
 	qp->comp.wqe_idx++;
 	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
+	if ((int32_t)(qp->comp.wqe_idx - qp->req.wqe_idx) > 0) {
+		/* Retired while the requester had gone back before it (the
+		 * original responses came after all): resume behind it.
+		 */
+		qp->req.wqe_idx = qp->comp.wqe_idx;
+		qp->req.offset = 0;
+		qp->req.psn = (st->last_psn + 1) & IB_PSN_MASK;
+		ib_req_recount(qp);
+	}
+	if (report)
+		ib_cq_push(qp->scq, &wc, 0);
 	qp->comp.read_off = 0;
 	qp->comp.cur.idx = qp->comp.cur.off = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
-	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0)
+	if (!ib_sent_any(qp))
 		qp->comp.deadline = 0;
 	else if (qp->timeout_tsc)
 		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
@@ -95,10 +109,10 @@ comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 static void
 comp_retire(struct ib_qp *qp, uint32_t psn)
 {
-	while (qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0) {
+	while (ib_sent_any(qp)) {
 		struct ib_swqe_state *st =
 			&qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
-		int done = qp->comp.wqe_idx != qp->req.wqe_idx;
+		int done = ib_sent_whole(qp, qp->comp.wqe_idx);
 
 		if (done && st->status != IBV_WC_SUCCESS) {
 			comp_error(qp, st->status);
@@ -160,7 +174,7 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 		return;
 	case AETH_RNR_NAK:
 		comp_retire(qp, psn - 1);
-		if (qp->comp.wqe_idx != qp->req.wqe_idx)
+		if (ib_sent_any(qp))
 			comp_rnr(qp, syndrome, psn);
 		return;
 	case AETH_NAK:
@@ -170,8 +184,7 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	}
 	ib_count(qp->dev, IB_CNT_NAK_RCVD);
 	comp_retire(qp, psn - 1);
-	if (qp->comp.wqe_idx == qp->req.wqe_idx &&
-	    syndrome != AETH_NAK_PSN_SEQ)
+	if (!ib_sent_any(qp) && syndrome != AETH_NAK_PSN_SEQ)
 		return;
 	switch (syndrome) {
 	case AETH_NAK_PSN_SEQ:
@@ -198,7 +211,7 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 	uint32_t expect;
 
 	comp_retire(qp, psn - 1);
-	if (qp->comp.wqe_idx == qp->req.wqe_idx)
+	if (!ib_sent_any(qp))
 		return NULL;
 	w = sq_wqe(qp, qp->comp.wqe_idx);
 	st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
@@ -274,7 +287,7 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 	uint32_t psn = bth_psn((struct ib_bth *)bth);
 	uint8_t syndrome = 0;
 
-	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0) {
+	if (!ib_sent_any(qp)) {
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return;
 	}
@@ -301,7 +314,7 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	if (qp->comp.deadline == 0 || now < qp->comp.deadline)
 		return;
 	ib_count(qp->dev, IB_CNT_RETRANSMIT);
-	if (qp->comp.wqe_idx == qp->req.wqe_idx && qp->req.offset == 0 &&
+	if (!ib_sent_any(qp) &&
 	    (qp->path.resolved || qp->comp.wqe_idx ==
 	     __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE))) {
 		qp->comp.deadline = 0;
@@ -323,8 +336,7 @@ ib_qp_busy(const struct ib_qp *qp)
 	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
 
-	if (qp->comp.wqe_idx != qp->req.wqe_idx || qp->req.offset != 0 ||
-	    qp->resp.rd_head != qp->resp.rd_tail)
+	if (ib_sent_any(qp) || qp->resp.rd_head != qp->resp.rd_tail)
 		return 1;
 	switch (state) {
 	case IBV_QPS_RTS:

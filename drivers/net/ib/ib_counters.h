@@ -33,6 +33,11 @@
 	X(ACK_SENT,		"ack_sent") \
 	X(RETRANSMIT,		"retransmit_timeout") \
 	X(CQ_OVERRUN,		"cq_overrun") \
+	X(FAULT_DROP,		"fault_dropped") \
+	X(FAULT_DUP,		"fault_duplicated") \
+	X(FAULT_REORDER,	"fault_reordered") \
+	X(FAULT_CORRUPT,	"fault_corrupted") \
+	X(FAULT_DELAY,		"fault_delayed") \
 	X(ARP_RX,		"arp_rx") \
 	X(ARP_RX_MALFORMED,	"arp_rx_drop_malformed") \
 	X(ARP_RX_UNSUPPORTED,	"arp_rx_drop_unsupported") \

@@ -153,6 +153,8 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	    (ret = ib_capture_open(dev, conf->capture)) != 0)
 		goto err;
 	ret = ib_neigh_init(dev);
+	if (ret == 0)
+		ret = ib_fault_init(dev);
 	if (ret != 0)
 		goto err;
 	ib_neigh_announce(dev);		/* gratuitous ARP: the port is up */
@@ -184,6 +186,7 @@ ib_dev_destroy(struct ib_dev *dev)
 		ib_neigh_fini(dev);
 	if (dev->capture != NULL)
 		fclose(dev->capture);
+	ib_fault_fini(dev);
 	rte_ring_free(dev->db_ring);
 	rte_ring_free(dev->inject);
 	rte_free(dev->qp_tbl);

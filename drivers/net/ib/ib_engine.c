@@ -187,7 +187,7 @@ ib_engine_poll(struct ib_dev *dev)
 		work++;
 	}
 	ib_tx_flush(dev);
-	return work + dev->tx_n;
+	return work + dev->tx_n + ib_fault_pending(dev);
 }
 
 static int

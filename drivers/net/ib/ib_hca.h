@@ -67,6 +67,16 @@ enum ib_engine_mode {
 	IB_ENGINE_INLINE,	/* no lcore: ibv_poll_cq/post_send drive it */
 };
 
+/* Fault injection rates of one direction (ib_fault.c). */
+struct ib_fault_rates {
+	int enabled;
+	double drop, dup, reorder, corrupt, delay;
+	uint32_t delay_us;
+	uint64_t seed;
+};
+
+struct ib_fault;
+
 /* Device configuration, filled by lib/verbs from the config file. */
 struct ib_dev_conf {
 	char name[64];		/* dpibN */
@@ -77,6 +87,7 @@ struct ib_dev_conf {
 	int lcore;		/* engine lcore */
 	int engine_mode;	/* enum ib_engine_mode */
 	char capture[256];	/* pcap of transmitted frames, or "" */
+	struct ib_fault_rates fault[2];	/* requests, responses */
 };
 
 /* Engine -> application events (ib_event.c). */
@@ -210,6 +221,7 @@ struct ib_path {
 
 struct ib_req {
 	uint32_t wqe_idx;	/* next SQ slot to transmit */
+	uint32_t hw_idx;	/* past the last slot ever transmitted whole */
 	uint32_t offset;	/* bytes of that WQE already sent */
 	uint32_t psn;		/* next PSN to send */
 	struct ib_sge_cursor cur;
@@ -276,7 +288,11 @@ struct ib_resp {
 	/* READ responses to send, a ring of IB_MAX_READ_JOBS. */
 	struct ib_read_job rd[IB_MAX_READ_JOBS];
 	uint32_t rd_head, rd_tail;
+	/* The last atomics' results, newest at replay_next - 1: at least as
+	 * many as a requester may have outstanding (max_dest_rd_atomic).
+	 */
 	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
+	uint32_t replay_next;
 };
 
 /*
@@ -394,6 +410,8 @@ struct ib_dev {
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
 	FILE *capture;			/* DPIB_CAPTURE: frames sent, pcap */
+	struct ib_fault *fault;		/* fault injection, or NULL */
+	uint32_t tx_clean;		/* tx_pending frames already faulted */
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
@@ -415,6 +433,35 @@ static inline struct ib_ah *to_ah(struct ibv_ah *a)
 
 /* A CQE removed by the QP's transition to Reset: ibv_poll_cq skips it. */
 #define IB_CQE_PURGED	0xffffffffu
+
+/*
+ * The SQ slots [comp.wqe_idx, end) went on the wire at least in part. A
+ * retransmission moves req.wqe_idx back, not this end: responses to what
+ * was sent before the rewind are still good.
+ */
+static inline uint32_t
+ib_sent_end(const struct ib_qp *qp)
+{
+	uint32_t cur = qp->req.wqe_idx + (qp->req.offset != 0);
+
+	return (int32_t)(qp->req.hw_idx - cur) > 0 ? qp->req.hw_idx : cur;
+}
+
+static inline int
+ib_sent_any(const struct ib_qp *qp)
+{
+	return qp->comp.wqe_idx != ib_sent_end(qp);
+}
+
+/* Was slot @idx transmitted whole (its last packet sent) at least once? */
+static inline int
+ib_sent_whole(const struct ib_qp *qp, uint32_t idx)
+{
+	uint32_t end = (int32_t)(qp->req.hw_idx - qp->req.wqe_idx) > 0 ?
+		       qp->req.hw_idx : qp->req.wqe_idx;
+
+	return (int32_t)(end - idx) > 0;
+}
 
 static inline struct ib_send_wqe *
 sq_wqe(struct ib_qp *qp, uint32_t idx)
@@ -496,6 +543,14 @@ int ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		     struct ibv_recv_wr **bad);
 int ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out);
 
+/* ib_fault.c */
+int ib_fault_parse(const char *spec, struct ib_fault_rates *r);
+int ib_fault_init(struct ib_dev *dev);
+void ib_fault_fini(struct ib_dev *dev);
+uint32_t ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts,
+			uint32_t n, uint32_t room);
+int ib_fault_pending(const struct ib_dev *dev);
+
 /* ib_mcast.c */
 int ib_mcast_change(struct ib_qp *qp, const union ibv_gid *gid, int attach);
 void ib_mcast_forget_qp(struct ib_qp *qp);
@@ -567,6 +622,7 @@ uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);
 void ib_req_rewind(struct ib_qp *qp, uint32_t psn);
+void ib_req_recount(struct ib_qp *qp);
 
 /* ib_resp.c: responder */
 void ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);

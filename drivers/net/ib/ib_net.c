@@ -303,6 +303,13 @@ ib_tx_flush(struct ib_dev *dev)
 {
 	uint16_t sent;
 
+	if (unlikely(dev->fault != NULL)) {
+		/* Frames a port refused earlier were faulted already. */
+		dev->tx_n = dev->tx_clean +
+			    ib_fault_apply(dev, dev->tx_pending + dev->tx_clean,
+					   dev->tx_n - dev->tx_clean,
+					   IB_TX_PENDING - dev->tx_clean);
+	}
 	if (dev->tx_n == 0)
 		return;
 	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
@@ -314,6 +321,7 @@ ib_tx_flush(struct ib_dev *dev)
 		memmove(dev->tx_pending, dev->tx_pending + sent,
 			(dev->tx_n - sent) * sizeof(dev->tx_pending[0]));
 	dev->tx_n -= sent;
+	dev->tx_clean = dev->tx_n;
 }
 
 /*

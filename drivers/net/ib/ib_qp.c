@@ -304,7 +304,7 @@ ib_qp_flush(struct ib_qp *qp)
 		complete_flush(qp->scq, qp, sq_wqe(qp, qp->comp.wqe_idx)->wr_id, 0);
 		qp->comp.wqe_idx++;
 	}
-	qp->req.wqe_idx = prod;
+	qp->req.wqe_idx = qp->req.hw_idx = prod;
 	qp->req.offset = 0;
 	qp->req.rd_atomic = 0;
 	ib_queue_consume(&qp->sq, prod);
@@ -333,7 +333,7 @@ qp_flush_sq(struct ib_qp *qp)
 		complete_flush(qp->scq, qp, sq_wqe(qp, qp->comp.wqe_idx)->wr_id, 0);
 		qp->comp.wqe_idx++;
 	}
-	qp->req.wqe_idx = prod;
+	qp->req.wqe_idx = qp->req.hw_idx = prod;
 	qp->req.offset = 0;
 	ib_queue_consume(&qp->sq, prod);
 }
@@ -370,7 +370,8 @@ qp_reset(struct ib_qp *qp)
 	memset(&qp->req, 0, sizeof(qp->req));
 	memset(&qp->comp, 0, sizeof(qp->comp));
 	memset(&qp->resp, 0, sizeof(qp->resp));
-	qp->req.wqe_idx = qp->comp.wqe_idx = prod = qp->sq.cons;
+	qp->req.wqe_idx = qp->req.hw_idx = qp->comp.wqe_idx = prod =
+		qp->sq.cons;
 	qp->sq_drained = 0;
 }
 
@@ -437,6 +438,8 @@ qp_modify_apply(void *arg)
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = a->sq_psn & IB_PSN_MASK;
 		qp->req.psn = qp->attr.sq_psn;
+		/* Nothing is acknowledged yet: the last PSN before the first. */
+		qp->comp.acked_psn = (qp->attr.sq_psn - 1) & IB_PSN_MASK;
 	}
 	if (mask & IBV_QP_TIMEOUT) {
 		qp->attr.timeout = a->timeout;

@@ -304,6 +304,8 @@ ib_req_run(struct ib_qp *qp)
 		case REQ_WQE_SENT:
 			qp->req.wqe_idx++;
 			qp->req.offset = 0;
+			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
+				qp->req.hw_idx = qp->req.wqe_idx;
 			if (qp->ibv.qp_type != IBV_QPT_RC) {
 				/* Unacknowledged services complete on send. */
 				qp->comp.acked_psn = st->last_psn;
@@ -347,21 +349,31 @@ ib_req_run(struct ib_qp *qp)
  * Go back to @psn (go-back-N, IBA 9.7.4.1.2): find the sent WQE that owns
  * it and resume there. READ and atomic requests are re-sent whole.
  */
+/* READ/atomic credits in use: those sent and not yet retired. */
+void
+ib_req_recount(struct ib_qp *qp)
+{
+	uint32_t idx;
+
+	qp->req.rd_atomic = 0;
+	for (idx = qp->comp.wqe_idx; idx != qp->req.wqe_idx; idx++)
+		if (wr_is_read_atomic(sq_wqe(qp, idx)->opcode) &&
+		    qp->swqe[idx & qp->sq.mask].npkts != 0)
+			qp->req.rd_atomic++;
+}
+
 void
 ib_req_rewind(struct ib_qp *qp, uint32_t psn)
 {
-	uint32_t end = qp->req.wqe_idx + (qp->req.offset != 0);
+	uint32_t end = ib_sent_end(qp);
 	struct ib_swqe_state *st;
 	struct ib_send_wqe *w;
 	uint32_t idx, offset = 0;
 
-	qp->req.rd_atomic = 0;
 	for (idx = qp->comp.wqe_idx; idx != end; idx++) {
 		st = &qp->swqe[idx & qp->sq.mask];
 		if (psn_diff(psn, st->last_psn) <= 0)
 			break;
-		if (wr_is_read_atomic(sq_wqe(qp, idx)->opcode))
-			qp->req.rd_atomic++;
 	}
 	if (idx == end)
 		return;
@@ -378,6 +390,5 @@ ib_req_rewind(struct ib_qp *qp, uint32_t psn)
 	if (offset != 0 && !(w->flags & IBV_SEND_INLINE))
 		ib_sge_seek(w->sge, w->num_sge, &qp->req.cur, offset);
 	/* The re-sent WQE's own READ credit is taken again at CHECK_LOCAL. */
-	if (offset != 0 && wr_is_read_atomic(w->opcode))
-		qp->req.rd_atomic++;
+	ib_req_recount(qp);
 }

@@ -313,7 +313,7 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 		orig = __atomic_fetch_add(addr, swap_add, __ATOMIC_SEQ_CST);
 	}
 	qp->resp.msn++;
-	r = &qp->resp.replay[p->psn % IB_MAX_READ_JOBS];
+	r = &qp->resp.replay[qp->resp.replay_next++ % IB_MAX_READ_JOBS];
 	r->psn = p->psn;
 	r->orig = orig;
 	r->valid = 1;
@@ -387,6 +387,17 @@ resp_fatal(struct ib_qp *qp, struct resp_pkt *p, uint8_t syndrome)
 	ib_qp_to_error(qp);
 }
 
+/*
+ * A duplicate READ or atomic at PSN P means the requester went back to P
+ * and sends everything after it again (go-back-N): responses still queued
+ * are not wanted any more, P's is.
+ */
+static void
+jobs_restart(struct ib_qp *qp)
+{
+	qp->resp.rd_tail = qp->resp.rd_head;
+}
+
 /* A duplicate (C9-104): re-ACK it; a READ is answered again. */
 static void
 resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
@@ -396,11 +407,11 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 		struct ib_mr *mr = ib_mr_lookup(qp->dev, reth_rkey(r));
 		struct ib_read_job *j;
 
-		if (qp->resp.rd_head - qp->resp.rd_tail >= IB_MAX_READ_JOBS ||
-		    (reth_len(r) && ib_mr_check(mr, qp->ibv.pd, reth_va(r),
-						reth_len(r),
-						IBV_ACCESS_REMOTE_READ) != 0))
+		if (reth_len(r) && ib_mr_check(mr, qp->ibv.pd, reth_va(r),
+					       reth_len(r),
+					       IBV_ACCESS_REMOTE_READ) != 0)
 			return;
+		jobs_restart(qp);
 		j = job_push(qp, p->psn);
 		j->va = reth_va(r);
 		j->rkey = reth_rkey(r);
@@ -408,23 +419,27 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 		return;
 	}
 	if (p->mask & IB_M_ATOMIC) {
-		struct ib_atomic_replay *r =
-			&qp->resp.replay[p->psn % IB_MAX_READ_JOBS];
+		struct ib_atomic_replay *r = NULL;
 		struct ib_read_job *j;
+		uint32_t i;
 
 		/* Answer with the saved result, or not at all: an atomic is
 		 * never executed twice.
 		 */
-		if (!r->valid || r->psn != p->psn ||
-		    qp->resp.rd_head - qp->resp.rd_tail >= IB_MAX_READ_JOBS)
+		for (i = 0; i < IB_MAX_READ_JOBS; i++)
+			if (qp->resp.replay[i].valid &&
+			    qp->resp.replay[i].psn == p->psn)
+				r = &qp->resp.replay[i];
+		if (r == NULL)
 			return;
+		jobs_restart(qp);
 		j = job_push(qp, p->psn);
 		j->atomic = 1;
 		j->orig = r->orig;
 		return;
 	}
-	ib_send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID,
-		    (qp->resp.epsn - 1) & IB_PSN_MASK);
+	/* C9-104: acknowledge, but one ACK per burst for a run of them. */
+	ack_coalesce(qp, (qp->resp.epsn - 1) & IB_PSN_MASK);
 }
 
 /*

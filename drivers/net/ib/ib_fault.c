@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Fault injection on a device's transmit path, for testing the transport
+ * against a lossy Ethernet: each RoCE frame may be dropped, duplicated,
+ * held back behind later frames (reordered), delayed, or have one bit
+ * flipped (the receiver then sees a bad ICRC). Requests and responses have
+ * their own rates. The random stream is seeded, so a run can be repeated.
+ *
+ * Configured per device ("faults", "faults_req", "faults_resp" keys), e.g.
+ *   faults = drop=0.01,dup=0.005,reorder=0.01,corrupt=0.001,delay=0.01,
+ *            delay_us=200,seed=7
+ * Engine only: it runs inside ib_tx_flush.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <rte_cycles.h>
+#include <rte_kvargs.h>
+#include <rte_malloc.h>
+
+#include "ib_hca.h"
+
+#define FAULT_HOLD	256	/* frames held back at once */
+
+static const char *const fault_keys[] = {
+	"drop", "dup", "reorder", "corrupt", "delay", "delay_us", "seed", NULL,
+};
+
+struct held {
+	struct rte_mbuf *m;
+	uint64_t until;		/* TSC; reordered frames: 0 = after the next */
+};
+
+struct ib_fault {
+	struct ib_fault_rates dir[2];	/* 0: requests, 1: responses */
+	uint64_t rng;
+	struct held hold[FAULT_HOLD];
+	uint32_t nhold;
+};
+
+static int
+set_rate(const char *key, const char *val, void *arg)
+{
+	struct ib_fault_rates *r = arg;
+	char *end;
+	double v = strtod(val, &end);
+
+	if (*end != '\0' || v < 0)
+		return -EINVAL;
+	if (strcmp(key, "delay_us") == 0) {
+		r->delay_us = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "seed") == 0) {
+		r->seed = (uint64_t)v;
+		return 0;
+	}
+	if (v > 1)
+		return -EINVAL;
+	if (strcmp(key, "drop") == 0)
+		r->drop = v;
+	else if (strcmp(key, "dup") == 0)
+		r->dup = v;
+	else if (strcmp(key, "reorder") == 0)
+		r->reorder = v;
+	else if (strcmp(key, "corrupt") == 0)
+		r->corrupt = v;
+	else
+		r->delay = v;
+	return 0;
+}
+
+/* Parse "drop=0.01,..." into @r (keys absent keep their value). */
+int
+ib_fault_parse(const char *spec, struct ib_fault_rates *r)
+{
+	struct rte_kvargs *kv = rte_kvargs_parse(spec, fault_keys);
+	int ret;
+
+	if (kv == NULL)
+		return -EINVAL;
+	ret = rte_kvargs_process(kv, NULL, set_rate, r);
+	rte_kvargs_free(kv);
+	if (r->delay_us == 0)
+		r->delay_us = 100;
+	r->enabled = r->drop > 0 || r->dup > 0 || r->reorder > 0 ||
+		     r->corrupt > 0 || r->delay > 0;
+	return ret;
+}
+
+int
+ib_fault_init(struct ib_dev *dev)
+{
+	const struct ib_dev_conf *c = &dev->conf;
+
+	if (!c->fault[0].enabled && !c->fault[1].enabled)
+		return 0;
+	dev->fault = rte_zmalloc("ib_fault", sizeof(*dev->fault), 0);
+	if (dev->fault == NULL)
+		return -ENOMEM;
+	dev->fault->dir[0] = c->fault[0];
+	dev->fault->dir[1] = c->fault[1];
+	dev->fault->rng = (c->fault[0].seed ^ (c->fault[1].seed << 1)) | 1;
+	return 0;
+}
+
+void
+ib_fault_fini(struct ib_dev *dev)
+{
+	uint32_t i;
+
+	if (dev->fault == NULL)
+		return;
+	for (i = 0; i < dev->fault->nhold; i++)
+		rte_pktmbuf_free(dev->fault->hold[i].m);
+	rte_free(dev->fault);
+	dev->fault = NULL;
+}
+
+/* xorshift64*: a uniform double in [0, 1). */
+static double
+rnd(struct ib_fault *f)
+{
+	f->rng ^= f->rng >> 12;
+	f->rng ^= f->rng << 25;
+	f->rng ^= f->rng >> 27;
+	return (double)((f->rng * 0x2545f4914f6cdd1dull) >> 11) / (1ull << 53);
+}
+
+/* Which rate set applies: requests, responses, or none (not RoCE). */
+static const struct ib_fault_rates *
+rates_for(struct ib_fault *f, struct rte_mbuf *m)
+{
+	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct rte_ether_hdr *eth = (const void *)p;
+	uint32_t mask;
+
+	if (rte_pktmbuf_data_len(m) < IB_HDR_ROOM + IB_BTH_LEN ||
+	    eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+		return NULL;
+	mask = ib_opcode[p[IB_HDR_ROOM]].mask;
+	return &f->dir[(mask & IB_M_RESP) ? 1 : 0];
+}
+
+static void
+hold(struct ib_dev *dev, struct rte_mbuf *m, uint64_t until)
+{
+	struct ib_fault *f = dev->fault;
+
+	if (f->nhold == FAULT_HOLD) {
+		rte_pktmbuf_free(m);	/* a full delay line drops */
+		ib_count(dev, IB_CNT_FAULT_DROP);
+		return;
+	}
+	f->hold[f->nhold].m = m;
+	f->hold[f->nhold].until = until;
+	f->nhold++;
+}
+
+/* Release held frames that are due into @out; returns how many. */
+static uint32_t
+release(struct ib_dev *dev, struct rte_mbuf **out, uint32_t room, int any_sent)
+{
+	struct ib_fault *f = dev->fault;
+	uint64_t now = rte_rdtsc();
+	uint32_t i = 0, n = 0;
+
+	while (i < f->nhold && n < room) {
+		struct held *h = &f->hold[i];
+
+		if ((h->until == 0 && any_sent) || (h->until && now >= h->until)) {
+			out[n++] = h->m;
+			*h = f->hold[--f->nhold];
+		} else {
+			i++;
+		}
+	}
+	return n;
+}
+
+/*
+ * Apply the faults to the @n frames about to be sent; returns how many are
+ * left in @pkts (which has @room slots) to send now.
+ */
+uint32_t
+ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
+	       uint32_t room)
+{
+	struct ib_fault *f = dev->fault;
+	struct rte_mbuf *out[IB_TX_PENDING];
+	uint32_t i, k = 0;
+
+	for (i = 0; i < n; i++) {
+		struct rte_mbuf *m = pkts[i];
+		const struct ib_fault_rates *r = rates_for(f, m);
+
+		if (r == NULL || !r->enabled) {
+			out[k++] = m;
+			continue;
+		}
+		if (rnd(f) < r->drop) {
+			ib_count(dev, IB_CNT_FAULT_DROP);
+			rte_pktmbuf_free(m);
+			continue;
+		}
+		if (rnd(f) < r->corrupt) {
+			uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+			uint32_t bit = (uint32_t)(rnd(f) * 8 *
+				(rte_pktmbuf_data_len(m) - IB_HDR_ROOM));
+
+			p[IB_HDR_ROOM + bit / 8] ^= 1u << (bit % 8);
+			ib_count(dev, IB_CNT_FAULT_CORRUPT);
+		}
+		if (rnd(f) < r->dup && k + 1 < room) {
+			struct rte_mbuf *c = rte_pktmbuf_copy(m, dev->pool, 0,
+							      UINT32_MAX);
+
+			if (c != NULL) {
+				out[k++] = c;
+				ib_count(dev, IB_CNT_FAULT_DUP);
+			}
+		}
+		if (rnd(f) < r->reorder) {
+			hold(dev, m, 0);
+			ib_count(dev, IB_CNT_FAULT_REORDER);
+			continue;
+		}
+		if (rnd(f) < r->delay) {
+			hold(dev, m, rte_rdtsc() + rte_get_tsc_hz() / 1000000 *
+			     r->delay_us);
+			ib_count(dev, IB_CNT_FAULT_DELAY);
+			continue;
+		}
+		out[k++] = m;
+	}
+	k += release(dev, out + k, room - k, k > 0);
+	memcpy(pkts, out, k * sizeof(out[0]));
+	return k;
+}
+
+/* Frames still held: the engine keeps polling until they are out. */
+int
+ib_fault_pending(const struct ib_dev *dev)
+{
+	return dev->fault != NULL && dev->fault->nhold != 0;
+}
