@@ -19,6 +19,8 @@ packages=(
 	build-essential pkg-config meson ninja-build
 	libdpdk-dev dpdk libibverbs-dev libisal-dev libpci-dev
 	libhugetlbfs-bin iproute2 python3 ibverbs-utils perftest python3-pyverbs
+	clang libclang-rt-14-dev
+	tshark python3-scapy
 )
 
 as_root() {

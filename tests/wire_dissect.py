@@ -1,0 +1,686 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+"""
+What dpib puts on the wire, judged by implementations that are not dpib's.
+
+The verbs test programs run on the loopback device with DPIB_CAPTURE, so each
+capture holds both directions of all their traffic. Then:
+
+- tshark's InfiniBand dissector (RoCEv2 on UDP 4791) decodes every frame: it
+  must be ARP or RoCEv2, carry no malformed mark and no expert warning or
+  error, and its BTH and extension headers must say what the program asked
+  for (opcodes, QPNs, PSNs, RETH lengths, immediate data, atomics, Q_Keys,
+  AETH syndromes).
+- scapy (scapy.contrib.roce) recomputes the ICRC of every RoCE frame and
+  parses the BTH a second time; IPv4/UDP/BTH follow the conventions of Linux
+  rxe (shared/vectors/rxe/README.md): DF set, TTL 64, TOS 0, UDP checksum 0,
+  UDP source port in 0xC000-0xFFFF, P_Key 0xFFFF, TVer 0, no MigReq.
+- per request stream the PSNs are consecutive (a READ takes one PSN per
+  response packet) except for go-back-N after an RNR NAK or a PSN sequence
+  error NAK with that PSN; FIRST and MIDDLE packets carry exactly the path
+  MTU, LAST and ONLY at most that; every READ and atomic is answered.
+
+Payload heuristics (RPC-over-RDMA, SMB Direct, iSER ...) are switched off:
+they guess upper protocols from test patterns. A second pass with tshark's
+defaults only accepts the one mark those heuristics are known to leave:
+RPC-over-RDMA throwing on an RC SEND ONLY shorter than 8 bytes (rxe's
+zero-length SEND ONLY in the vectors gets the same mark).
+
+usage: wire_dissect.py BUILD_TESTS_DIR SOURCE_TESTS_DIR
+"""
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+try:
+    from scapy.utils import RawPcapReader
+    from scapy.layers.inet import IP, UDP
+    from scapy.contrib.roce import BTH
+except ImportError as e:
+    print("SKIP: scapy with scapy.contrib.roce is needed (%s)" % e)
+    sys.exit(77)
+
+ROCE_PORT = 4791
+PSN_MOD = 1 << 24
+
+# Header lengths (IBA 9.2-9.5) and the headers each opcode carries.
+HDR_LEN = {"reth": 16, "deth": 8, "aeth": 4, "atomiceth": 28,
+           "atomicack": 8, "immdt": 4, "ieth": 4}
+
+# Low five opcode bits -> (name, kind, position, extension headers, payload)
+# kind: "req" or "resp"; position: first/middle/last/only/None.
+OPS = {
+    0x00: ("SEND FIRST", "req", "first", (), True),
+    0x01: ("SEND MIDDLE", "req", "middle", (), True),
+    0x02: ("SEND LAST", "req", "last", (), True),
+    0x03: ("SEND LAST IMM", "req", "last", ("immdt",), True),
+    0x04: ("SEND ONLY", "req", "only", (), True),
+    0x05: ("SEND ONLY IMM", "req", "only", ("immdt",), True),
+    0x06: ("WRITE FIRST", "req", "first", ("reth",), True),
+    0x07: ("WRITE MIDDLE", "req", "middle", (), True),
+    0x08: ("WRITE LAST", "req", "last", (), True),
+    0x09: ("WRITE LAST IMM", "req", "last", ("immdt",), True),
+    0x0a: ("WRITE ONLY", "req", "only", ("reth",), True),
+    0x0b: ("WRITE ONLY IMM", "req", "only", ("reth", "immdt"), True),
+    0x0c: ("READ REQUEST", "req", None, ("reth",), False),
+    0x0d: ("READ RESPONSE FIRST", "resp", "first", ("aeth",), True),
+    0x0e: ("READ RESPONSE MIDDLE", "resp", "middle", (), True),
+    0x0f: ("READ RESPONSE LAST", "resp", "last", ("aeth",), True),
+    0x10: ("READ RESPONSE ONLY", "resp", "only", ("aeth",), True),
+    0x11: ("ACKNOWLEDGE", "resp", None, ("aeth",), False),
+    0x12: ("ATOMIC ACKNOWLEDGE", "resp", None, ("aeth", "atomicack"), False),
+    0x13: ("COMPARE SWAP", "req", None, ("atomiceth",), False),
+    0x14: ("FETCH ADD", "req", None, ("atomiceth",), False),
+    0x16: ("SEND LAST INV", "req", "last", ("ieth",), True),
+    0x17: ("SEND ONLY INV", "req", "only", ("ieth",), True),
+}
+TRANSPORTS = {0x00: ("RC", set(OPS)),
+              0x20: ("UC", set(range(0x00, 0x0c))),
+              0x60: ("UD", {0x04, 0x05})}
+
+
+def opinfo(opcode):
+    """(transport, name, kind, position, headers, payload) or None."""
+    base, low = opcode & 0xe0, opcode & 0x1f
+    if base not in TRANSPORTS or low not in TRANSPORTS[base][1]:
+        return None
+    tr = TRANSPORTS[base][0]
+    name, kind, pos, hdrs, pay = OPS[low]
+    if tr == "UD":
+        hdrs = ("deth",) + hdrs
+    return (tr, "%s %s" % (tr, name), kind, pos, hdrs, pay)
+
+
+def opname(opcode):
+    info = opinfo(opcode)
+    return info[1] if info else "opcode 0x%02x" % opcode
+
+
+# tshark field -> key in the per-frame record
+FIELDS = [
+    ("frame.number", "no"), ("frame.protocols", "protocols"),
+    ("eth.src", "eth_src"), ("eth.dst", "eth_dst"), ("eth.type", "eth_type"),
+    ("ip.src", "ip_src"), ("ip.dst", "ip_dst"), ("ip.len", "ip_len"),
+    ("udp.srcport", "sport"), ("udp.dstport", "dport"),
+    ("infiniband.bth.opcode", "opcode"), ("infiniband.bth.se", "se"),
+    ("infiniband.bth.m", "m"), ("infiniband.bth.padcnt", "pad"),
+    ("infiniband.bth.tver", "tver"), ("infiniband.bth.p_key", "pkey"),
+    ("infiniband.bth.destqp", "dqp"), ("infiniband.bth.a", "ackreq"),
+    ("infiniband.bth.psn", "psn"),
+    ("infiniband.reth.va", "va"), ("infiniband.reth.r_key", "rkey"),
+    ("infiniband.reth.dmalen", "dmalen"),
+    ("infiniband.deth.q_key", "qkey"), ("infiniband.deth.srcqp", "srcqp"),
+    ("infiniband.aeth.syndrome", "syndrome"), ("infiniband.aeth.msn", "msn"),
+    ("infiniband.atomiceth.swapdt", "swap"),
+    ("infiniband.atomiceth.cmpdt", "cmp"),
+    ("infiniband.atomicacketh.origremdt", "orig"),
+    ("infiniband.immdt", "imm"), ("data.len", "data_len"),
+    ("_ws.malformed", "malformed"), ("_ws.expert.severity", "severity"),
+    ("_ws.expert.message", "expert"),
+]
+INT_KEYS = {"no", "ip_len", "sport", "dport", "opcode", "pad", "tver", "pkey",
+            "dqp", "psn", "va", "rkey", "dmalen", "qkey", "srcqp", "syndrome",
+            "msn", "swap", "cmp", "orig", "data_len", "eth_type"}
+BOOL_KEYS = {"se", "m", "ackreq"}
+
+# Payload heuristics of the InfiniBand dissector, by their short names.
+PAYLOAD_HEURISTICS = ["eth_over_ib", "fc_infiniband", "iser_infiniband",
+                      "lnet_ib", "rpcrdma_infiniband", "sdp_infiniband",
+                      "smb_direct_infiniband", "smcr_infiniband",
+                      "mellanox_eoib"]
+EXPERT_WARN = 0x00600000       # PI_WARN; PI_ERROR is 0x00800000
+
+
+def tshark(path, strict):
+    cmd = ["tshark", "-n", "-r", path, "-d",
+           "udp.port==%d,infiniband" % ROCE_PORT]
+    if strict:
+        for h in PAYLOAD_HEURISTICS:
+            cmd += ["--disable-heuristic", h]
+        cmd += ["--disable-protocol", "nvme-rdma"]
+    cmd += ["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a",
+            "-E", "aggregator=;"]
+    for f, _ in FIELDS:
+        cmd += ["-e", f]
+    out = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         universal_newlines=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError("tshark failed: %s" % out.stderr.strip())
+    frames = []
+    for line in out.stdout.splitlines():
+        vals = line.split("\t")
+        rec = {}
+        for (_, key), v in zip(FIELDS, vals):
+            allv = [x for x in v.split(";") if x != ""]
+            if key in ("severity", "expert", "malformed"):
+                rec[key] = allv
+                continue
+            if not allv:
+                rec[key] = None
+            elif key in INT_KEYS:
+                rec[key] = int(allv[0], 0)
+            elif key in BOOL_KEYS:
+                rec[key] = allv[0] in ("1", "True")
+            else:
+                rec[key] = allv[0]
+        frames.append(rec)
+    return frames
+
+
+def psn_add(a, n):
+    return (a + n) % PSN_MOD
+
+
+def psn_behind(a, b):
+    """a is before b in the 24-bit PSN space (within half the space)."""
+    return a != b and (b - a) % PSN_MOD < PSN_MOD // 2
+
+
+class Check:
+    """Failures of one named check; the first few are printed."""
+
+    def __init__(self, name):
+        self.name = name
+        self.errors = []
+
+    def fail(self, msg):
+        self.errors.append(msg)
+
+    def expect(self, cond, msg):
+        if not cond:
+            self.fail(msg)
+        return cond
+
+
+class Run:
+    """One test program under one configuration, and what it must show."""
+
+    def __init__(self, name, prog, conf, pmtu, expect):
+        self.name, self.prog, self.conf = name, prog, conf
+        self.pmtu, self.expect = pmtu, expect
+
+
+SIZES_RC = [1, 2, 3, 7, 64, 255, 1023, 1024, 1025, 4095, 4096, 4097, 8192,
+            12289, 65536, 65537, 262144, (1 << 20) - 1, 1 << 20]
+
+EXPECT_RC = {
+    "opcodes": set(range(0x00, 0x15)),
+    "syndromes": {"ACK", "RNR NAK", "NAK invalid request",
+                  "NAK remote access error"},
+    "retransmit": True,
+    "write_lens": set(SIZES_RC), "read_lens": set(SIZES_RC),
+    "send_lens": set(SIZES_RC),
+    "imm": {0xab00 + i for i in range(1, 19, 2)} |
+           {0xc0de0000 + i for i in range(0, 19, 3)},
+    "fetch_add": {5}, "cmp_swap": {(1005, 77), (1, 99)},
+    "orig": {1000, 1005, 77, 0, 1, 100},
+}
+EXPECT_VERBS = {
+    "opcodes": {0x04, 0x0a, 0x11, 0x20, 0x21, 0x23, 0x24, 0x26, 0x27, 0x28,
+                0x64, 0x65},
+    "syndromes": {"ACK", "NAK remote access error"},
+    "retransmit": False,
+    "qkeys": {0x11111111, 0x22222222},
+    "imm": {0xfeed, 0x1234},
+    "write_lens": {3000, 64, 8}, "send_lens": {16, 100, 2500, 200},
+    "multicast": True, "solicited": True,
+}
+EXPECT_SEED = {
+    "opcodes": {0x05, 0x11},
+    "syndromes": {"ACK"},
+    "retransmit": False,
+    "imm": {0x12345678},
+    "payloads": {b"Hello, InfiniBand Verbs on dpib!\0"},
+}
+
+
+def syndrome_class(syn):
+    kind = (syn >> 5) & 3
+    if kind == 0:
+        return "ACK"
+    if kind == 1:
+        return "RNR NAK"
+    if kind == 3:
+        return {0: "NAK PSN sequence error", 1: "NAK invalid request",
+                2: "NAK remote access error",
+                3: "NAK remote operational error",
+                4: "NAK invalid RD request"}.get(syn & 0x1f)
+    return None
+
+
+class Analysis:
+    """All checks of one capture."""
+
+    def __init__(self, run, frames, raw):
+        self.run = run
+        self.frames = frames
+        self.raw = raw
+        self.checks = collections.OrderedDict()
+        self.per_opcode = collections.Counter()
+        self.seen = collections.defaultdict(set)
+        self.retransmits = 0
+
+    def check(self, name):
+        if name not in self.checks:
+            self.checks[name] = Check(name)
+        return self.checks[name]
+
+    def paylen(self, f, info):
+        hdr = 20 + 8 + 12 + sum(HDR_LEN[h] for h in info[4]) + 4
+        return f["ip_len"] - hdr - (f["pad"] or 0)
+
+    # tshark: ARP or RoCEv2, no malformed marks, no expert warnings.
+    def dissection(self):
+        c = self.check("dissection")
+        for f in self.frames:
+            n = f["no"]
+            protos = (f["protocols"] or "").split(":")
+            if "arp" in protos:
+                self.per_opcode["ARP"] += 1
+                continue
+            if protos[:5] != ["eth", "ethertype", "ip", "udp", "infiniband"]:
+                c.fail("frame %d: neither ARP nor RoCEv2 (%s)"
+                       % (n, f["protocols"]))
+                continue
+            c.expect(f["dport"] == ROCE_PORT, "frame %d: UDP port %s"
+                     % (n, f["dport"]))
+            c.expect(not f["malformed"], "frame %d (%s): malformed %s"
+                     % (n, opname(f["opcode"] or 0), f["malformed"]))
+            bad = [(int(s, 0), m) for s, m in
+                   zip(f["severity"], f["expert"] + [""] * 8)
+                   if int(s, 0) >= EXPERT_WARN]
+            c.expect(not bad, "frame %d: expert info %s" % (n, bad))
+            if c.expect(f["opcode"] is not None and opinfo(f["opcode"]),
+                        "frame %d: opcode %s unknown" % (n, f["opcode"])):
+                self.per_opcode[opname(f["opcode"])] += 1
+                self.seen["opcodes"].add(f["opcode"])
+
+    # scapy: ICRC and the IPv4/UDP/BTH conventions of rxe.
+    def headers(self):
+        ci = self.check("icrc (scapy)")
+        ch = self.check("ip/udp/bth conventions")
+        for f, frame in zip(self.frames, self.raw):
+            if f["opcode"] is None:
+                continue
+            n = f["no"]
+            iplen = int.from_bytes(frame[16:18], "big")
+            if not ch.expect(14 + iplen <= len(frame),
+                             "frame %d: IPv4 length %d past the frame"
+                             % (n, iplen)):
+                continue
+            ip = IP(frame[14:14 + iplen])
+            if not ch.expect(BTH in ip, "frame %d: scapy sees no BTH" % n):
+                continue
+            bth = ip[BTH]
+            icrc = frame[14 + iplen - 4:14 + iplen]
+            want = bth.compute_icrc(None)
+            ci.expect(icrc == want, "frame %d (%s): ICRC %s, scapy computes %s"
+                      % (n, opname(f["opcode"]), icrc.hex(), want.hex()))
+            ch.expect((bth.opcode, bth.dqpn, bth.psn) ==
+                      (f["opcode"], f["dqp"], f["psn"]),
+                      "frame %d: scapy and tshark disagree on the BTH" % n)
+            ch.expect(ip.version == 4 and ip.ihl == 5,
+                      "frame %d: IPv4 header with options" % n)
+            ch.expect(ip.flags == 2 and ip.frag == 0,
+                      "frame %d: IPv4 flags %s frag %d, want DF only"
+                      % (n, ip.flags, ip.frag))
+            ch.expect(ip.tos == 0, "frame %d: TOS %#x" % (n, ip.tos))
+            mcast = (int.from_bytes(frame[30:34], "big") >> 28) == 0xe
+            # A multicast AH here has hop_limit 0: no TTL rule for it.
+            if not mcast:
+                ch.expect(ip.ttl == 64, "frame %d: TTL %d" % (n, ip.ttl))
+            ch.expect(ip.proto == 17, "frame %d: protocol %d" % (n, ip.proto))
+            udp = ip[UDP]
+            ch.expect(udp.chksum == 0, "frame %d: UDP checksum %#x"
+                      % (n, udp.chksum))
+            ch.expect(0xc000 <= udp.sport <= 0xffff,
+                      "frame %d: UDP source port %#x" % (n, udp.sport))
+            ch.expect(udp.len == iplen - 20, "frame %d: UDP length" % n)
+            ch.expect(bth.pkey == 0xffff, "frame %d: P_Key %#x"
+                      % (n, bth.pkey))
+            ch.expect(bth.version == 0, "frame %d: TVer %d"
+                      % (n, bth.version))
+            ch.expect(bth.migreq == 0 and bth.fecn == 0 and bth.becn == 0 and
+                      bth.resv6 == 0 and bth.resv7 == 0,
+                      "frame %d: MigReq/FECN/BECN/reserved bits set" % n)
+            if mcast:
+                want_mac = "01:00:5e:%02x:%02x:%02x" % (
+                    frame[31] & 0x7f, frame[32], frame[33])
+                ch.expect(f["eth_dst"] == want_mac and f["dqp"] == 0xffffff,
+                          "frame %d: multicast to %s QP %#x" %
+                          (n, f["eth_dst"], f["dqp"]))
+                self.seen["multicast"].add(True)
+            else:
+                # The loopback device sends to itself only.
+                ch.expect(f["eth_dst"] == f["eth_src"] and
+                          f["ip_dst"] == f["ip_src"],
+                          "frame %d: %s -> %s on a loopback device"
+                          % (n, f["ip_src"], f["ip_dst"]))
+            self.payload_rules(f, bytes(frame[14:14 + iplen]), ch)
+
+    def payload_rules(self, f, datagram, c):
+        n, info = f["no"], opinfo(f["opcode"])
+        if info is None:
+            return
+        tr, name, kind, pos, hdrs, has_payload = info
+        plen = self.paylen(f, info)
+        c.expect(plen >= 0, "frame %d (%s): shorter than its headers"
+                 % (n, name))
+        if has_payload and plen >= 0:
+            c.expect(f["pad"] == (-plen) % 4, "frame %d (%s): pad %d for %d "
+                     "bytes" % (n, name, f["pad"], plen))
+            if f["data_len"] is not None:
+                c.expect(f["data_len"] == plen + f["pad"],
+                         "frame %d: tshark payload %d, headers say %d"
+                         % (n, f["data_len"], plen + f["pad"]))
+            start = 20 + 8 + 12 + sum(HDR_LEN[h] for h in hdrs)
+            if "payloads" in self.run.expect and pos == "only":
+                self.seen["payloads"].add(datagram[start:start + plen])
+        elif not has_payload:
+            c.expect(plen == 0 and f["pad"] == 0,
+                     "frame %d (%s): %d payload bytes" % (n, name, plen))
+        for h in ("reth", "deth", "aeth", "imm"):
+            present = {"imm": "immdt"}.get(h, h) in hdrs
+            key = {"reth": "dmalen", "deth": "qkey", "aeth": "syndrome",
+                   "imm": "imm"}[h]
+            c.expect(present == (f[key] is not None),
+                     "frame %d (%s): tshark %s %s" %
+                     (n, name, "lacks" if present else "shows", h.upper()))
+        if f["imm"] is not None:
+            self.seen["imm"].add(int(f["imm"].replace(":", ""), 16))
+        if f["se"]:
+            c.expect(pos in ("last", "only") and kind == "req" and
+                     ("SEND" in name or "IMM" in name),
+                     "frame %d (%s): solicited event bit" % (n, name))
+            self.seen["solicited"].add(True)
+        # rxe: AckReq on the last packet of each RC request (mid-message
+        # it may ask for an early ACK), never on UC, UD or responses.
+        want_a = False
+        if tr == "RC" and kind == "req":
+            want_a = pos in ("last", "only", None) or f["ackreq"]
+        c.expect(f["ackreq"] == want_a, "frame %d (%s): AckReq %d"
+                 % (n, name, f["ackreq"]))
+        if tr == "UD":
+            self.seen["qkeys"].add(f["qkey"])
+            c.expect(f["srcqp"] is not None and f["srcqp"] < 1 << 24,
+                     "frame %d: DETH source QP %s" % (n, f["srcqp"]))
+
+    # PSNs, segmentation, READ and atomic responses.
+    def transport(self):
+        cp = self.check("psn order")
+        cs = self.check("segmentation")
+        cr = self.check("responses")
+        pmtu = self.run.pmtu
+        streams = {}
+        nak_psns = collections.Counter()
+        all_nak_psns = set()
+        req_psns = set()
+        pending_read = collections.defaultdict(collections.deque)
+        pending_atomic = collections.Counter()
+        reads = {}
+        for f in self.frames:
+            info = f["opcode"] is not None and opinfo(f["opcode"])
+            if not info:
+                continue
+            tr, name, kind, pos, hdrs, _ = info
+            n, psn = f["no"], f["psn"]
+            plen = self.paylen(f, info)
+            if kind == "req":
+                # A stream: UDP source port (per source QP, as rxe) and
+                # destination QP; UD PSNs run per source QP (DETH).
+                req_psns.add(psn)
+                key = (("UD", f["ip_src"], f["srcqp"]) if tr == "UD" else
+                       (tr, f["ip_src"], f["sport"], f["ip_dst"], f["dqp"]))
+                s = streams.setdefault(key, {"next": psn, "msg": None,
+                                             "bytes": 0, "len": 0,
+                                             "mtu": pmtu if tr == "RC"
+                                             else None})
+                if psn != s["next"]:
+                    if nak_psns[psn] > 0 and psn_behind(psn, s["next"]):
+                        nak_psns[psn] -= 1
+                        self.retransmits += 1
+                        s["msg"] = "resync"
+                    else:
+                        cp.fail("frame %d (%s) QP %#x: PSN %#x, expected %#x"
+                                % (n, name, f["dqp"], psn, s["next"]))
+                step = 1
+                if f["opcode"] == 0x0c:
+                    step = max(1, -(-f["dmalen"] // pmtu))
+                    pending_read[psn].append(f["dmalen"])
+                    self.seen["read_lens"].add(f["dmalen"])
+                elif f["opcode"] in (0x13, 0x14):
+                    pending_atomic[psn] += 1
+                    if f["opcode"] == 0x14:
+                        self.seen["fetch_add"].add(f["swap"])
+                    else:
+                        self.seen["cmp_swap"].add((f["cmp"], f["swap"]))
+                s["next"] = psn_add(psn, step)
+                if tr != "UD" and pos is not None:
+                    self.segment(cs, s, f, name, pos, plen, "write" if
+                                 "WRITE" in name else "send")
+                elif tr == "UD":
+                    cs.expect(plen <= pmtu, "frame %d: UD payload %d > %d"
+                              % (n, plen, pmtu))
+                    self.seen["send_lens"].add(plen)
+                continue
+            # Responses.
+            if f["syndrome"] is not None:
+                cls = syndrome_class(f["syndrome"])
+                cr.expect(cls is not None, "frame %d: AETH syndrome %#x"
+                          % (n, f["syndrome"]))
+                cr.expect(f["opcode"] == 0x11 or cls == "ACK",
+                          "frame %d (%s) carries %s" % (n, name, cls))
+                self.seen["syndromes"].add(cls)
+                if cls in ("RNR NAK", "NAK PSN sequence error"):
+                    nak_psns[psn] += 1
+                if cls != "ACK":
+                    all_nak_psns.add(psn)
+            if f["opcode"] in (0x11, 0x12):
+                cr.expect(psn in req_psns, "frame %d (%s): PSN %#x was "
+                          "never requested" % (n, name, psn))
+            if f["opcode"] == 0x12:
+                if cr.expect(pending_atomic[psn] > 0, "frame %d: atomic ACK "
+                             "PSN %#x answers no atomic" % (n, psn)):
+                    pending_atomic[psn] -= 1
+                self.seen["orig"].add(f["orig"])
+            if pos is None:
+                continue
+            rkey = (f["ip_src"], f["sport"], f["dqp"])
+            if pos in ("first", "only"):
+                if not cr.expect(pending_read[psn], "frame %d (%s): PSN %#x "
+                                 "answers no READ" % (n, name, psn)):
+                    continue
+                reads[rkey] = {"len": pending_read[psn].popleft(),
+                               "next": psn_add(psn, 1), "bytes": plen}
+                r = reads[rkey]
+                if pos == "only":
+                    cs.expect(plen == r["len"] and plen <= pmtu,
+                              "frame %d: READ RESPONSE ONLY %d bytes for %d"
+                              % (n, plen, r["len"]))
+                    del reads[rkey]
+                else:
+                    cs.expect(plen == pmtu, "frame %d: READ RESPONSE FIRST "
+                              "%d bytes, path MTU %d" % (n, plen, pmtu))
+                continue
+            r = reads.get(rkey)
+            if not cr.expect(r is not None, "frame %d (%s) outside a READ"
+                             % (n, name)):
+                continue
+            cp.expect(psn == r["next"], "frame %d (%s): PSN %#x, expected "
+                      "%#x" % (n, name, psn, r["next"]))
+            r["next"] = psn_add(psn, 1)
+            r["bytes"] += plen
+            if pos == "middle":
+                cs.expect(plen == pmtu, "frame %d: READ RESPONSE MIDDLE %d "
+                          "bytes, path MTU %d" % (n, plen, pmtu))
+            else:
+                cs.expect(0 < plen <= pmtu and r["bytes"] == r["len"],
+                          "frame %d: READ RESPONSE LAST ends at %d of %d"
+                          % (n, r["bytes"], r["len"]))
+                del reads[rkey]
+        for psn, q in pending_read.items():
+            cr.expect(not q or psn in all_nak_psns,
+                      "READ at PSN %#x never answered" % psn)
+        for psn, k in pending_atomic.items():
+            cr.expect(k == 0 or psn in all_nak_psns,
+                      "atomic at PSN %#x never answered" % psn)
+        cr.expect(not reads, "READ responses left unfinished: %s" % reads)
+
+    def segment(self, c, s, f, name, pos, plen, kind):
+        n = f["no"]
+        mtu = s["mtu"] or self.run.pmtu
+        resync = s["msg"] == "resync"
+        if pos in ("first", "only"):
+            c.expect(s["msg"] in (None, "resync"), "frame %d (%s) inside a "
+                     "%s message" % (n, name, s["msg"]))
+            s["msg"], s["bytes"] = kind, plen
+            s["len"] = f["dmalen"] if kind == "write" else None
+        else:
+            c.expect(s["msg"] in (kind, "resync"), "frame %d (%s) outside a "
+                     "%s message" % (n, name, kind))
+            s["msg"] = kind
+            s["bytes"] += plen
+        if pos in ("first", "middle"):
+            if s["mtu"] is None:
+                s["mtu"] = plen
+                c.expect(plen in (256, 512, 1024, 2048, 4096) and
+                         plen <= self.run.pmtu, "frame %d: path MTU %d"
+                         % (n, plen))
+            c.expect(plen == s["mtu"], "frame %d (%s): %d bytes, path MTU %d"
+                     % (n, name, plen, s["mtu"]))
+            return
+        c.expect(plen <= mtu, "frame %d (%s): %d bytes > path MTU %d"
+                 % (n, name, plen, mtu))
+        c.expect(pos == "only" or plen > 0, "frame %d (%s): empty LAST"
+                 % (n, name))
+        if not resync:
+            if kind == "write" and s["len"] is not None:
+                c.expect(s["bytes"] == s["len"], "frame %d: WRITE of %d "
+                         "bytes carried %d" % (n, s["len"], s["bytes"]))
+                self.seen["write_lens"].add(s["len"])
+            elif kind == "send":
+                self.seen["send_lens"].add(s["bytes"])
+        s["msg"] = None
+
+    # What each program must have produced.
+    def coverage(self):
+        c = self.check("coverage")
+        exp = self.run.expect
+        missing = exp["opcodes"] - self.seen["opcodes"]
+        c.expect(not missing, "opcodes never seen: %s"
+                 % ", ".join(opname(o) for o in sorted(missing)))
+        for key in ("syndromes", "write_lens", "read_lens", "send_lens",
+                    "imm", "fetch_add", "cmp_swap", "orig", "payloads"):
+            if key in exp:
+                c.expect(exp[key] <= self.seen[key], "%s never seen: %s"
+                         % (key, sorted(exp[key] - self.seen[key],
+                                        key=str)))
+        if "qkeys" in exp:
+            c.expect(self.seen["qkeys"] == exp["qkeys"], "UD Q_Keys %s"
+                     % sorted(self.seen["qkeys"]))
+        for key in ("multicast", "solicited"):
+            if exp.get(key):
+                c.expect(self.seen[key], "no %s frame" % key)
+        if exp["retransmit"]:
+            c.expect(self.retransmits > 0, "no retransmission after RNR NAK")
+        else:
+            c.expect(self.retransmits == 0, "%d retransmissions"
+                     % self.retransmits)
+
+
+def quirk_pass(path, strict_frames):
+    """tshark defaults: only the RPC-over-RDMA mark on short SEND ONLY."""
+    c = Check("tshark defaults")
+    by_no = {f["no"]: f for f in strict_frames}
+    for f in tshark(path, strict=False):
+        if not f["malformed"]:
+            continue
+        s = by_no.get(f["no"])
+        info = s and s["opcode"] is not None and opinfo(s["opcode"])
+        plen = (s["ip_len"] - 20 - 8 - 12 - 4 - s["pad"]) if info else None
+        c.expect(info and s["opcode"] == 0x04 and plen < 8 and
+                 all("RPCoRDMA" in m for m in f["malformed"]
+                     if m != "_ws.malformed"),
+                 "frame %d: %s" % (f["no"], f["malformed"]))
+    return c
+
+
+def main():
+    if len(sys.argv) != 3:
+        print(__doc__)
+        return 2
+    build, source = sys.argv[1], sys.argv[2]
+    if shutil.which("tshark") is None:
+        print("SKIP: tshark is not installed")
+        return 77
+    mtu1500 = os.path.join(source, "conf", "mtu1500.conf")
+    runs = [
+        Run("rc", "test_rc", "", 4096, EXPECT_RC),
+        Run("rc_mtu1500", "test_rc", mtu1500, 1024, EXPECT_RC),
+        Run("verbs", "test_verbs", "", 4096, EXPECT_VERBS),
+        Run("verbs_mtu1500", "test_verbs", mtu1500, 1024, EXPECT_VERBS),
+        Run("seed_sample", "test_seed_sample", "", 4096, EXPECT_SEED),
+    ]
+    passed = failed = 0
+    tmp = tempfile.mkdtemp(prefix="dpib-wire-")
+    keep = False
+    for run in runs:
+        pcap = os.path.join(tmp, run.name + ".pcap")
+        env = dict(os.environ, DPIB_CONF=run.conf, DPIB_CAPTURE=pcap)
+        prog = os.path.join(build, run.prog)
+        checks = []
+        ran = Check("program")
+        try:
+            p = subprocess.run([prog], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.STDOUT, timeout=300)
+            ran.expect(p.returncode == 0, "%s exited %d:\n%s" %
+                       (prog, p.returncode, p.stdout.decode()[-2000:]))
+        except (OSError, subprocess.TimeoutExpired) as e:
+            ran.fail("%s: %s" % (prog, e))
+        checks.append(ran)
+        if not ran.errors:
+            frames = tshark(pcap, strict=True)
+            raw = [bytes(b) for b, _ in RawPcapReader(pcap)]
+            a = Analysis(run, frames, raw)
+            if not a.check("frames").expect(
+                    len(raw) == len(frames) and frames,
+                    "%d frames, tshark read %d" % (len(raw), len(frames))):
+                checks += a.checks.values()
+            else:
+                a.dissection()
+                a.headers()
+                a.transport()
+                a.coverage()
+                checks += a.checks.values()
+                checks.append(quirk_pass(pcap, frames))
+            print("%s: %d frames, %d retransmitted after NAKs" %
+                  (run.name, len(raw), a.retransmits))
+            for op, k in sorted(a.per_opcode.items()):
+                print("    %-32s %7d" % (op, k))
+            print("    AETH: %s" % ", ".join(sorted(a.seen["syndromes"])))
+        for c in checks:
+            if c.errors:
+                failed += 1
+                keep = True
+                print("FAIL %s: %s (%d errors)" % (run.name, c.name,
+                                                   len(c.errors)))
+                for e in c.errors[:10]:
+                    print("    " + e)
+            else:
+                passed += 1
+                print("ok %s: %s" % (run.name, c.name))
+        sys.stdout.flush()
+    if keep:
+        print("captures kept in %s" % tmp)
+    else:
+        shutil.rmtree(tmp)
+    print("%d passed, %d failed" % (passed, failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,700 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * RoCEv2 frames from an independent implementation (scapy, through
+ * tests/wire_inject.py) into dpib's receive path with dpib_inject().
+ *
+ * The program creates its QPs and a registered buffer, writes a contract
+ * (JSON: QPNs, Q_Key, path MTU, buffer address and rkey; the fields are
+ * documented in wire_inject.py), runs the generator, injects the frames
+ * one case at a time and then has the script dissect what dpib sent back
+ * (DPIB_CAPTURE) with tshark and scapy.
+ *
+ * Valid frames must execute exactly: the receive completes with the right
+ * length, the bytes land where they should and nowhere else. Broken frames
+ * (IBA 9.6 header validation, C10-15 Q_Key, 9.7.5.2.4 R_Key) must each move
+ * exactly one drop counter, complete nothing and change no byte. After every
+ * case the whole buffer is compared with a shadow copy, and every counter
+ * with its expected value; dpib's own answers come back through the
+ * loopback port and are counted there as frames to an unknown QP (the
+ * contract's peer QP 0x99 does not exist here).
+ *
+ * usage: test_wire_inject PYTHON wire_inject.py
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "verbs_util.h"
+#include "pcap.h"
+#include "dpib.h"
+
+#define BUF_LEN		(64 * 1024)
+#define UD_RX0		0		/* receive buffers, one per WQE */
+#define UD_RX1		4096
+#define RC_RX0		8192
+#define RC_RX1		16384
+#define RX_LEN		4096
+#define WRITE_OFF	32768		/* RDMA WRITE target */
+#define UD_QKEY		0x11111111u
+#define PEER_QPN	0x77u		/* wire_inject.py: DETH source QP */
+#define PEER_IMM	0xfeedf00du	/* wire_inject.py: UD immediate data */
+#define RC_DEST_QPN	0x99u
+#define RC_MTU		IBV_MTU_1024
+#define MAX_FRAMES	32
+#define MAX_COUNTERS	128
+#define WAIT_SECS	5.0
+
+struct frame {
+	char name[32];
+	uint32_t msg_len;
+	uint32_t seed;
+	const uint8_t *data;
+	uint32_t len;
+};
+
+struct delta {
+	const char *name;
+	uint64_t n;
+};
+
+static struct ibv_device **list;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static struct ibv_mr *mr;
+static struct ibv_cq *ud_cq, *rc_cq;
+static struct ibv_qp *ud_qp, *rc_qp, *init_qp;
+static uint8_t *buf;
+static uint8_t shadow[BUF_LEN];
+
+static char dir[256];
+static const char *python, *script;
+static struct pcap_file pcap;
+static struct frame frames[MAX_FRAMES];
+static int nframes;
+
+static const char *const *cnt_names;
+static int ncnt;
+
+/* Payload byte i of a message with seed s, as wire_inject.py makes it. */
+static void
+pattern(uint8_t *dst, uint32_t n, uint32_t seed)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		dst[i] = (uint8_t)(seed + 7 * i + (i >> 8));
+}
+
+static void
+path(char *out, size_t len, const char *file)
+{
+	CHECK((size_t)snprintf(out, len, "%s/%s", dir, file) < len, "path");
+}
+
+/* Run the script; its exit status, 77 meaning "skip". */
+static int
+run_script(const char *mode, const char *a, const char *b, const char *c)
+{
+	char *argv[] = { (char *)python, (char *)script, (char *)mode,
+			 (char *)a, (char *)b, (char *)c, NULL };
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	pid = fork();
+	CHECK(pid >= 0, "fork: %d", errno);
+	if (pid == 0) {
+		execv(python, argv);
+		fprintf(stderr, "exec %s: %s\n", python, strerror(errno));
+		_exit(127);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static void
+skip_if(int status, const char *what)
+{
+	if (status == 77) {
+		printf("SKIP: %s needs tshark and python3-scapy\n", what);
+		exit(77);
+	}
+}
+
+static struct ibv_qp *
+make_qp(enum ibv_qp_type type, struct ibv_cq *cq)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = cq, .recv_cq = cq, .qp_type = type,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(pd, &ia);
+
+	CHECK(qp != NULL, "create_qp type %d: errno %d", type, errno);
+	return qp;
+}
+
+static void
+to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = UD_QKEY,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+				   IBV_ACCESS_REMOTE_WRITE,
+	};
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | (qp->qp_type == IBV_QPT_UD ?
+			    IBV_QP_QKEY : IBV_QP_ACCESS_FLAGS)) == 0,
+	      "QP %#x to INIT", qp->qp_num);
+}
+
+/* UD: Reset -> RTS. RC: Reset -> RTR, a responder with no requester. */
+static void
+setup_qps(void)
+{
+	struct ibv_qp_attr a;
+
+	ud_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	rc_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(ud_cq != NULL && rc_cq != NULL, "create_cq");
+	ud_qp = make_qp(IBV_QPT_UD, ud_cq);
+	rc_qp = make_qp(IBV_QPT_RC, rc_cq);
+	init_qp = make_qp(IBV_QPT_RC, rc_cq);
+	to_init(ud_qp);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(ibv_modify_qp(ud_qp, &a, IBV_QP_STATE) == 0, "UD RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(ud_qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+	      "UD RTS");
+	to_init(rc_qp);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = RC_MTU;
+	a.dest_qp_num = RC_DEST_QPN;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(rc_qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, "RC RTR");
+	to_init(init_qp);
+}
+
+static void
+post_recv(struct ibv_qp *qp, uint32_t off, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)buf + off, RX_LEN, mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	CHECK(ibv_post_recv(qp, &wr, &bad) == 0, "post_recv");
+}
+
+static void
+write_contract(const char *file)
+{
+	struct ibv_device_attr da;
+	union ibv_gid gid;
+	uint8_t *g = (uint8_t *)&da.node_guid;
+	uint32_t free_qpn = init_qp->qp_num + 0x100;
+	FILE *f = fopen(file, "w");
+
+	CHECK(f != NULL, "%s: %s", file, strerror(errno));
+	CHECK(ibv_query_device(ctx, &da) == 0, "query_device");
+	CHECK(ibv_query_gid(ctx, 1, 0, &gid) == 0, "query_gid");
+	/* The MAC from the node GUID, a modified EUI-64 of it. */
+	fprintf(f, "{\n \"dev_mac\": \"%02x:%02x:%02x:%02x:%02x:%02x\",\n",
+		g[0] ^ 0x02, g[1], g[2], g[5], g[6], g[7]);
+	fprintf(f, " \"dev_ip\": \"%u.%u.%u.%u\",\n", gid.raw[12], gid.raw[13],
+		gid.raw[14], gid.raw[15]);
+	fprintf(f, " \"ud_qpn\": %u,\n \"ud_qkey\": %u,\n", ud_qp->qp_num,
+		UD_QKEY);
+	fprintf(f, " \"rc_qpn\": %u,\n \"rc_dest_qpn\": %u,\n", rc_qp->qp_num,
+		RC_DEST_QPN);
+	fprintf(f, " \"rc_mtu\": %u,\n", 128u << RC_MTU);
+	fprintf(f, " \"init_qpn\": %u,\n \"free_qpn\": %u,\n", init_qp->qp_num,
+		free_qpn);
+	fprintf(f, " \"mr_addr\": %" PRIu64 ",\n \"mr_rkey\": %u,\n",
+		(uint64_t)(uintptr_t)buf, mr->rkey);
+	fprintf(f, " \"write_off\": %u\n}\n", WRITE_OFF);
+	CHECK(fclose(f) == 0, "write %s", file);
+}
+
+/* FRAMES.txt names the records of FRAMES.pcap, in order. */
+static void
+load_frames(const char *pcap_file, const char *index_file)
+{
+	FILE *f = fopen(index_file, "r");
+	const uint8_t *data;
+	uint32_t len;
+
+	CHECK(f != NULL, "%s: %s", index_file, strerror(errno));
+	CHECK(pcap_open(&pcap, pcap_file) == 0, "open %s", pcap_file);
+	CHECK(pcap.linktype == PCAP_LINKTYPE_ETHERNET, "link type %u",
+	      pcap.linktype);
+	while (nframes < MAX_FRAMES) {
+		struct frame *fr = &frames[nframes];
+
+		if (fscanf(f, "%31s %u %u", fr->name, &fr->msg_len,
+			   &fr->seed) != 3)
+			break;
+		CHECK(pcap_next(&pcap, &data, &len) == 1, "%s not in %s",
+		      fr->name, pcap_file);
+		fr->data = data;
+		fr->len = len;
+		nframes++;
+	}
+	CHECK(feof(f), "%s: bad line after %d frames", index_file, nframes);
+	CHECK(pcap_next(&pcap, &data, &len) == 0, "more frames than names");
+	fclose(f);
+}
+
+static const struct frame *
+frame(const char *name)
+{
+	int i;
+
+	for (i = 0; i < nframes; i++)
+		if (strcmp(frames[i].name, name) == 0)
+			return &frames[i];
+	CHECK(0, "the generator made no frame %s", name);
+	return NULL;
+}
+
+static void
+inject(const char *name)
+{
+	const struct frame *fr = frame(name);
+	int ret = dpib_inject(ctx, fr->data, fr->len);
+
+	CHECK(ret == 0, "dpib_inject %s: %d errno %d", name, ret, errno);
+}
+
+static void
+counters(uint64_t *v)
+{
+	int n = dpib_counters(ctx, &cnt_names, v, MAX_COUNTERS);
+
+	CHECK(n > 0 && n <= MAX_COUNTERS, "dpib_counters: %d", n);
+	ncnt = n;
+}
+
+static int
+counter_index(const char *name)
+{
+	int i;
+
+	for (i = 0; i < ncnt; i++)
+		if (strcmp(cnt_names[i], name) == 0)
+			return i;
+	CHECK(0, "no counter %s", name);
+	return -1;
+}
+
+static uint64_t
+wanted(const struct delta *want, const char *name)
+{
+	for (; want->name != NULL; want++)
+		if (strcmp(want->name, name) == 0)
+			return want->n;
+	return 0;
+}
+
+/*
+ * Wait (bounded) until the counters in @want have moved by their amounts
+ * and then until nothing moves for 30 ms; then every counter must have
+ * moved by exactly its amount in @want (0 when absent). Every injected
+ * frame and every frame dpib sends comes through the receive path.
+ */
+static void
+expect_counters(const uint64_t *before, int injected, const struct delta *want)
+{
+	uint64_t now[MAX_COUNTERS], prev[MAX_COUNTERS];
+	uint64_t tx;
+	double end = check_now() + WAIT_SECS, quiet;
+	const struct delta *w;
+	int i, done = 0;
+
+	while (!done && check_now() < end) {
+		counters(now);
+		done = 1;
+		for (w = want; w->name != NULL; w++)
+			if (now[counter_index(w->name)] -
+			    before[counter_index(w->name)] < w->n)
+				done = 0;
+	}
+	quiet = check_now() + 0.03;
+	memcpy(prev, now, sizeof(prev));
+	while (check_now() < quiet && check_now() < end + 1) {
+		usleep(1000);
+		counters(now);
+		if (memcmp(now, prev, ncnt * sizeof(now[0])) != 0) {
+			memcpy(prev, now, sizeof(prev));
+			quiet = check_now() + 0.03;
+		}
+	}
+	tx = now[counter_index("tx_packets")] -
+	     before[counter_index("tx_packets")];
+	for (i = 0; i < ncnt; i++) {
+		uint64_t d = now[i] - before[i], exp = wanted(want, cnt_names[i]);
+
+		if (strcmp(cnt_names[i], "rx_packets") == 0)
+			exp = injected + tx;
+		CHECK(d == exp, "counter %s moved by %" PRIu64 ", want %" PRIu64,
+		      cnt_names[i], d, exp);
+	}
+}
+
+static void
+expect_no_completion(void)
+{
+	struct ibv_wc wc;
+
+	CHECK(!poll_one(ud_cq, &wc, 0.02), "UD completion wr %" PRIu64 " %s",
+	      wc.wr_id, ibv_wc_status_str(wc.status));
+	CHECK(!poll_one(rc_cq, &wc, 0.02), "RC completion wr %" PRIu64 " %s",
+	      wc.wr_id, ibv_wc_status_str(wc.status));
+}
+
+/* The buffer holds exactly what the shadow copy says. */
+static void
+expect_buffer(const char *what)
+{
+	uint32_t i;
+
+	for (i = 0; i < BUF_LEN; i++)
+		CHECK(buf[i] == shadow[i], "%s: buffer byte %u is %02x, want "
+		      "%02x", what, i, buf[i], shadow[i]);
+}
+
+static void
+expect_recv(struct ibv_cq *cq, struct ibv_qp *qp, uint64_t wr_id,
+	    uint32_t byte_len, struct ibv_wc *out)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(cq, &wc, WAIT_SECS), "no completion for wr %" PRIu64,
+	      wr_id);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV,
+	      "status %s opcode %d", ibv_wc_status_str(wc.status), wc.opcode);
+	CHECK(wc.wr_id == wr_id && wc.qp_num == qp->qp_num,
+	      "wr %" PRIu64 " on QP %#x, want %" PRIu64 " on %#x", wc.wr_id,
+	      wc.qp_num, wr_id, qp->qp_num);
+	CHECK(wc.byte_len == byte_len, "byte_len %u, want %u", wc.byte_len,
+	      byte_len);
+	*out = wc;
+}
+
+/* Drop cases: one counter, no completion, no byte changed. */
+static void
+expect_dropped(const char *name, const char *counter)
+{
+	uint64_t before[MAX_COUNTERS];
+	struct delta want[] = { { counter, 1 }, { NULL, 0 } };
+
+	counters(before);
+	inject(name);
+	expect_counters(before, 1, want);
+	expect_no_completion();
+	expect_buffer(name);
+}
+
+/* UD receive: 40-byte GRH area (20 zero bytes, then the IPv4 header as
+ * received), then the payload; nothing past it.
+ */
+static void
+expect_ud(const char *name, uint32_t off, uint64_t wr_id, int imm)
+{
+	const struct frame *fr = frame(name);
+	uint64_t before[MAX_COUNTERS];
+	struct delta none[] = { { NULL, 0 } };
+	struct ibv_wc wc;
+
+	counters(before);
+	inject(name);
+	expect_recv(ud_cq, ud_qp, wr_id, 40 + fr->msg_len, &wc);
+	CHECK(wc.wc_flags & IBV_WC_GRH, "no IBV_WC_GRH");
+	CHECK(wc.src_qp == PEER_QPN, "src_qp %#x, want the DETH's %#x",
+	      wc.src_qp, PEER_QPN);
+	CHECK(!!(wc.wc_flags & IBV_WC_WITH_IMM) == imm, "immediate flag");
+	if (imm)
+		CHECK(ntohl(wc.imm_data) == PEER_IMM, "imm %#x",
+		      ntohl(wc.imm_data));
+	memset(shadow + off, 0, 20);
+	memcpy(shadow + off + 20, fr->data + 14, 20);
+	pattern(shadow + off + 40, fr->msg_len, fr->seed);
+	expect_buffer(name);
+	expect_counters(before, 1, none);
+	expect_no_completion();
+}
+
+/* An RC request with AckReq: one ACK to RC_DEST_QPN, which loops back. */
+static const struct delta rc_acked[] = {
+	{ "ack_sent", 1 }, { "tx_packets", 1 }, { "rx_drop_unknown_qpn", 1 },
+	{ NULL, 0 }
+};
+
+static void
+ud_send_delivers_grh_and_payload(void)
+{
+	expect_ud("ud_send", UD_RX0, 1, 0);
+}
+
+/* C10-15: a wrong Q_Key is dropped silently and keeps the receive WQE. */
+static void
+ud_wrong_qkey_dropped(void)
+{
+	expect_dropped("ud_bad_qkey", "rx_drop_bad_qkey");
+}
+
+static void
+ud_send_imm_takes_the_next_wqe(void)
+{
+	expect_ud("ud_send_imm", UD_RX1, 2, 1);
+}
+
+static void
+rc_send(const char **names, int n, uint32_t off, uint64_t wr_id)
+{
+	const struct frame *fr = frame(names[0]);
+	uint64_t before[MAX_COUNTERS];
+	struct ibv_wc wc;
+	int i;
+
+	counters(before);
+	for (i = 0; i < n; i++)
+		inject(names[i]);
+	expect_recv(rc_cq, rc_qp, wr_id, fr->msg_len, &wc);
+	CHECK(!(wc.wc_flags & IBV_WC_WITH_IMM), "immediate flag");
+	pattern(shadow + off, fr->msg_len, fr->seed);
+	expect_buffer(names[0]);
+	expect_counters(before, n, rc_acked);
+	expect_no_completion();
+}
+
+static void
+rc_send_only(void)
+{
+	const char *names[] = { "rc_send_only" };
+
+	rc_send(names, 1, RC_RX0, 11);
+}
+
+/* SEND FIRST carries exactly the path MTU; only LAST asks for an ACK. */
+static void
+rc_send_first_last(void)
+{
+	const char *names[] = { "rc_send_first", "rc_send_last" };
+
+	rc_send(names, 2, RC_RX1, 12);
+}
+
+/* RDMA WRITE: the bytes land at the RETH address, no completion. */
+static void
+rc_write_only(void)
+{
+	const struct frame *fr = frame("rc_write_only");
+	uint64_t before[MAX_COUNTERS];
+
+	counters(before);
+	inject("rc_write_only");
+	expect_counters(before, 1, rc_acked);
+	pattern(shadow + WRITE_OFF, fr->msg_len, fr->seed);
+	expect_buffer("rc_write_only");
+	expect_no_completion();
+}
+
+/* IBA 9.6: broken headers are dropped and counted, in validation order. */
+static void
+bad_icrc_dropped(void)
+{
+	expect_dropped("bad_icrc", "rx_drop_bad_icrc");
+}
+
+static void
+truncated_headers_dropped(void)
+{
+	expect_dropped("truncated", "rx_drop_bad_length");
+}
+
+static void
+bad_pkey_dropped(void)
+{
+	expect_dropped("bad_pkey", "rx_drop_bad_pkey");
+}
+
+static void
+bad_tver_dropped(void)
+{
+	expect_dropped("bad_tver", "rx_drop_bad_version");
+}
+
+static void
+reserved_opcode_dropped(void)
+{
+	expect_dropped("bad_opcode", "rx_drop_bad_opcode");
+}
+
+static void
+unknown_qpn_dropped(void)
+{
+	expect_dropped("unknown_qpn", "rx_drop_unknown_qpn");
+}
+
+static void
+qp_in_init_dropped(void)
+{
+	expect_dropped("qp_not_ready", "rx_drop_qp_state");
+}
+
+/*
+ * 9.7.5.2.4: a WRITE with an invalid R_Key is NAKed (remote access error)
+ * at the PSN every dropped frame before it had: none of them moved the
+ * expected PSN. Nothing is written.
+ */
+static void
+bad_rkey_naked(void)
+{
+	uint64_t before[MAX_COUNTERS];
+	struct delta want[] = {
+		{ "nak_sent", 1 }, { "tx_packets", 1 },
+		{ "rx_drop_unknown_qpn", 1 }, { NULL, 0 }
+	};
+
+	counters(before);
+	inject("bad_rkey");
+	expect_counters(before, 1, want);
+	expect_no_completion();
+	expect_buffer("bad_rkey");
+}
+
+/* tshark and scapy read what dpib sent: the ACKs and the NAK. */
+static void
+answers_dissected(void)
+{
+	char contract[300], tx[300];
+
+	path(contract, sizeof(contract), "contract.json");
+	path(tx, sizeof(tx), "dpib_tx.pcap");
+	CHECK(run_script("check", contract, tx, NULL) == 0,
+	      "wire_inject.py check failed");
+}
+
+static void
+open_device(void)
+{
+	list = ibv_get_device_list(NULL);
+	CHECK(list != NULL && list[0] != NULL, "no device");
+	ctx = ibv_open_device(list[0]);
+	CHECK(ctx != NULL, "open_device");
+	pd = ibv_alloc_pd(ctx);
+	buf = aligned_alloc(4096, BUF_LEN);
+	CHECK(pd != NULL && buf != NULL, "pd, buffer");
+	fill_pattern(buf, BUF_LEN, 99);
+	memcpy(shadow, buf, BUF_LEN);
+	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE);
+	CHECK(mr != NULL, "reg_mr: errno %d", errno);
+}
+
+static void
+close_device(void)
+{
+	CHECK(ibv_destroy_qp(ud_qp) == 0 && ibv_destroy_qp(rc_qp) == 0 &&
+	      ibv_destroy_qp(init_qp) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(ud_cq) == 0 && ibv_destroy_cq(rc_cq) == 0,
+	      "destroy_cq");
+	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "mr, pd");
+	CHECK(ibv_close_device(ctx) == 0, "close_device");
+	ibv_free_device_list(list);
+	free(buf);
+}
+
+static void
+remove_dir(void)
+{
+	static const char *const files[] = {
+		"contract.json", "frames.pcap", "frames.txt", "dpib_tx.pcap",
+	};
+	char p[300];
+	unsigned int i;
+
+	for (i = 0; i < DIM(files); i++) {
+		path(p, sizeof(p), files[i]);
+		unlink(p);
+	}
+	rmdir(dir);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *tmp = getenv("TMPDIR");
+	char contract[300], fpcap[300], findex[300], tx[300];
+
+	if (argc != 3) {
+		fprintf(stderr, "usage: %s PYTHON wire_inject.py\n", argv[0]);
+		return 2;
+	}
+	python = argv[1];
+	script = argv[2];
+	snprintf(dir, sizeof(dir), "%s/dpib-inject-XXXXXX",
+		 tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+	CHECK(mkdtemp(dir) != NULL, "mkdtemp %s: %s", dir, strerror(errno));
+	printf("# files in %s (left there on failure)\n", dir);
+	path(contract, sizeof(contract), "contract.json");
+	path(fpcap, sizeof(fpcap), "frames.pcap");
+	path(findex, sizeof(findex), "frames.txt");
+	path(tx, sizeof(tx), "dpib_tx.pcap");
+	CHECK(setenv("DPIB_CAPTURE", tx, 1) == 0, "setenv");
+
+	open_device();
+	setup_qps();
+	post_recv(ud_qp, UD_RX0, 1);
+	post_recv(ud_qp, UD_RX1, 2);
+	post_recv(rc_qp, RC_RX0, 11);
+	post_recv(rc_qp, RC_RX1, 12);
+	write_contract(contract);
+	printf("# UD QP %#x, RC QP %#x (RTR), RC QP %#x (INIT)\n",
+	       ud_qp->qp_num, rc_qp->qp_num, init_qp->qp_num);
+	{
+		int st = run_script("gen", contract, fpcap, findex);
+
+		if (st == 77)
+			remove_dir();
+		skip_if(st, "frame generation");
+		CHECK(st == 0, "wire_inject.py gen: exit %d", st);
+	}
+	load_frames(fpcap, findex);
+
+	RUN(ud_send_delivers_grh_and_payload);
+	RUN(ud_wrong_qkey_dropped);
+	RUN(ud_send_imm_takes_the_next_wqe);
+	RUN(rc_send_only);
+	RUN(rc_send_first_last);
+	RUN(rc_write_only);
+	RUN(bad_icrc_dropped);
+	RUN(truncated_headers_dropped);
+	RUN(bad_pkey_dropped);
+	RUN(bad_tver_dropped);
+	RUN(reserved_opcode_dropped);
+	RUN(unknown_qpn_dropped);
+	RUN(qp_in_init_dropped);
+	RUN(bad_rkey_naked);
+	RUN(answers_dissected);
+
+	close_device();
+	pcap_close(&pcap);
+	remove_dir();
+	CHECK_DONE();
+}
