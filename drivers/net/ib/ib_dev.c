@@ -103,7 +103,16 @@ port_start(struct ib_dev *dev)
 	if (ret != 0)
 		return ret;
 	rte_eth_promiscuous_enable(port);
-	return rte_eth_macaddr_get(port, &dev->mac);
+	ret = rte_eth_macaddr_get(port, &dev->mac);
+	if (ret == 0 && rte_is_zero_ether_addr(&dev->mac)) {
+		/* A port without an address (net_ring): a locally
+		 * administered unicast one, so frames and the GUID make sense.
+		 */
+		dev->mac.addr_bytes[0] = 0x02;
+		dev->mac.addr_bytes[5] = (uint8_t)(port + 1);
+		(void)rte_eth_dev_default_mac_addr_set(port, &dev->mac);
+	}
+	return ret;
 }
 
 int
