@@ -11,10 +11,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sys/epoll.h>
 #include <unistd.h>
 
 #include "verbs_util.h"
 #include "dpib.h"
+#include "pcap.h"
 
 static const struct pair_opts rc = {
 	.buflen = 1 << 20,
@@ -819,6 +821,213 @@ protection_domains_and_local_access(void)
 	      errno == EINVAL, "REMOTE_WRITE without LOCAL_WRITE");
 }
 
+/* C10-96: posting sends in Init and RTR is an immediate error too. */
+static void
+post_send_in_init_and_rtr(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 8, 1, 0) == EINVAL, "Init");
+	qp_connect(a, a->qp_num, &rc, IBV_MTU_1024, 5, 5);
+	/* Connected to itself: a WRITE needs no receive. */
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "RTS");
+	CHECK(poll_one(cq, &(struct ibv_wc){ 0 }, 5), "completion");
+	CHECK(ibv_destroy_qp(a) == 0, "destroy");
+	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
+	memset(&x, 0, sizeof(x));
+	x.qp_state = IBV_QPS_RTR;
+	x.path_mtu = IBV_MTU_1024;
+	x.dest_qp_num = a->qp_num;
+	x.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
+	      "rtr");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 8, 2, 0) == EINVAL, "RTR");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
+
+/*
+ * ibv_post_send(3): an SGE length of 0 stands for 2^31 bytes, which no
+ * 1 MiB region holds (local protection error), while num_sge 0 is a true
+ * zero-length message.
+ */
+static void
+sge_length_zero_is_2g(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_sge sge = { (uintptr_t)buf, 0, mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { (uintptr_t)buf + 4096, mr->rkey } }, *bad;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	wr.num_sge = 0;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "zero-length WRITE");
+	expect(cq, 1, IBV_WC_SUCCESS, NULL);
+	wr.num_sge = 1;
+	wr.wr_id = 2;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "length-0 SGE");
+	expect(cq, 2, IBV_WC_LOC_PROT_ERR, NULL);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 &&
+	      ibv_destroy_cq(cq) == 0, "destroy");
+}
+
+/*
+ * UD send errors move only the send queue to SQE (IBA 10.3.1.6); SQE ->
+ * RTS (with CUR_STATE) resumes sending. No COMM_EST on UD.
+ */
+static void
+ud_sqe_recovers_and_no_comm_est(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_UD, cq, cq, NULL);
+	struct ibv_ah *ah = self_ah();
+	struct ibv_qp_attr x = { 0 };
+	struct ibv_qp_init_attr ia;
+	struct ibv_wc wc;
+
+	connect_qp(a, 0);
+	connect_qp(b, 0);
+	CHECK(post_ud(a, ah, b->qp_num, 0x11111111, 0, 8192, 1,
+		      IBV_WR_SEND) == 0, "oversize");
+	expect(cq, 1, IBV_WC_LOC_LEN_ERR, NULL);
+	CHECK(ibv_query_qp(a, &x, IBV_QP_STATE, &ia) == 0 &&
+	      x.qp_state == IBV_QPS_SQE, "state %d, want SQE", x.qp_state);
+	CHECK(post_ud(a, ah, b->qp_num, 0x11111111, 0, 8, 2, IBV_WR_SEND) == 0,
+	      "post in SQE");
+	expect(cq, 2, IBV_WC_WR_FLUSH_ERR, NULL);
+	x.qp_state = IBV_QPS_RTS;
+	x.cur_qp_state = IBV_QPS_SQE;
+	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_CUR_STATE) == 0,
+	      "SQE -> RTS");
+	post_recv(b, 65536, 4096, 3);
+	CHECK(post_ud(a, ah, b->qp_num, 0x11111111, 0, 8, 4, IBV_WR_SEND) == 0,
+	      "post after recovery");
+	CHECK(poll_one(cq, &wc, 5) && poll_one(cq, &wc, 5), "completions");
+	CHECK(!fd_ready(ctx->async_fd, 20), "an async event (COMM_EST?) on UD");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_ah(ah) == 0 && ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/* The completion channel's fd works with epoll too. */
+static void
+channel_with_epoll(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, ch, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct epoll_event ev = { .events = EPOLLIN }, got;
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int ep = epoll_create1(0);
+
+	CHECK(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ev) == 0,
+	      "epoll");
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
+	CHECK(epoll_wait(ep, &got, 1, 20) == 0, "event before any completion");
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post");
+	CHECK(epoll_wait(ep, &got, 1, 5000) == 1, "no epoll event");
+	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0 && ev_cq == cq, "event");
+	ibv_ack_cq_events(cq, 1);
+	expect(cq, 1, IBV_WC_SUCCESS, NULL);
+	close(ep);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_comp_channel(ch) == 0,
+	      "cq, channel");
+}
+
+/* A receive WQE with a bad lkey: LOC_PROT_ERR at the responder, NAK remote
+ * operational error, IBV_WC_REM_OP_ERR at the requester (IBA 9.7.5.2.4).
+ */
+static void
+remote_operational_error(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *rcq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, rcq, rcq, NULL);
+	struct ibv_sge sge = { (uintptr_t)buf + 65536, 64, mr->lkey + 1 };
+	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 },
+		*rbad;
+
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_post_recv(b, &rwr, &rbad) == 0, "post_recv");
+	CHECK(post_send(a, IBV_WR_SEND, 0, 32, 10, 0) == 0, "send");
+	expect(rcq, 9, IBV_WC_LOC_PROT_ERR, NULL);
+	expect(cq, 10, IBV_WC_REM_OP_ERR, NULL);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_destroy_cq(rcq) == 0, "cq");
+}
+
+/*
+ * IBV_SEND_FENCE: the fenced WR waits for the READ before it to complete,
+ * so on the wire its request follows the READ's last response (checked in
+ * the DPIB_CAPTURE file this program writes).
+ */
+static void
+fence_waits_for_read(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_sge s1 = { (uintptr_t)buf + 131072, 20000, mr->lkey };
+	struct ibv_sge s2 = { (uintptr_t)buf, 64, mr->lkey };
+	struct ibv_send_wr w2 = { .wr_id = 2, .sg_list = &s2, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_FENCE,
+		.wr.rdma = { (uintptr_t)buf + 262144, mr->rkey } };
+	struct ibv_send_wr w1 = { .wr_id = 1, .sg_list = &s1, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_READ, .next = &w2,
+		.wr.rdma = { (uintptr_t)buf + 393216, mr->rkey } }, *bad;
+	const char *path = getenv("DPIB_CAPTURE");
+	struct pcap_file pf;
+	const uint8_t *data;
+	uint32_t caplen;
+	long last_resp = -1, write_req = -1, n = 0;
+
+	CHECK(path != NULL, "run with DPIB_CAPTURE");
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+	CHECK(ibv_post_send(a, &w1, &bad) == 0, "post READ + fenced WRITE");
+	expect(cq, 1, IBV_WC_SUCCESS, NULL);
+	expect(cq, 2, IBV_WC_SUCCESS, NULL);
+	usleep(20000);
+	CHECK(pcap_open(&pf, path) == 0, "open capture");
+	while (pcap_next(&pf, &data, &caplen) == 1) {
+		uint32_t qpn, op;
+
+		n++;
+		if (caplen < 54 || data[12] != 0x08 || data[13] != 0x00)
+			continue;
+		op = data[42];
+		qpn = (data[47] << 16) | (data[48] << 8) | data[49];
+		if (qpn == a->qp_num && op == 0x0f)	/* READ RESPONSE LAST */
+			last_resp = n;
+		if (qpn == b->qp_num && op == 0x0a)	/* RDMA WRITE ONLY */
+			write_req = n;
+	}
+	pcap_close(&pf);
+	CHECK(last_resp > 0 && write_req > 0, "frames not found");
+	CHECK(write_req > last_resp, "fenced WRITE (frame %ld) before the "
+	      "READ's last response (frame %ld)", write_req, last_resp);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 &&
+	      ibv_destroy_cq(cq) == 0, "destroy");
+}
+
 static uint64_t
 counter(const char *name)
 {
@@ -891,9 +1100,24 @@ unresolved_peer_times_out(void)
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
 }
 
+static char capture_path[64];
+
+static void
+remove_capture(void)
+{
+	unlink(capture_path);
+}
+
 int
 main(void)
 {
+	/* The FENCE test reads the frames off a capture of this run. */
+	if (getenv("DPIB_CAPTURE") == NULL) {
+		snprintf(capture_path, sizeof(capture_path),
+			 "/tmp/dpib-test-verbs-%d.pcap", getpid());
+		setenv("DPIB_CAPTURE", capture_path, 1);
+		atexit(remove_capture);
+	}
 	open_all();
 	RUN(completion_channel_events);
 	RUN(solicited_only_events);
@@ -909,6 +1133,12 @@ main(void)
 	RUN(ud_multicast);
 	RUN(post_limits);
 	RUN(protection_domains_and_local_access);
+	RUN(post_send_in_init_and_rtr);
+	RUN(sge_length_zero_is_2g);
+	RUN(ud_sqe_recovers_and_no_comm_est);
+	RUN(channel_with_epoll);
+	RUN(remote_operational_error);
+	RUN(fence_waits_for_read);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");
 	CHECK(ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);
