@@ -4,7 +4,8 @@
 #
 # Unmodified rdma-core programs (Debian's ibverbs-utils) on dpib, two
 # processes as two hosts, over two kinds of link:
-#   memif      net_memif server/client over a unix socket
+#   memif      net_memif server/client over a unix socket, then again with
+#              VLAN 42 through the IPv6 GID (-g 1) and the IPv4 one
 #   af_packet  net_af_packet on the two ends of a veth pair, each end in a
 #              network namespace of its own (created here, removed at exit)
 # Every run has a time limit; a run passes when both sides exit 0 and print
@@ -114,6 +115,27 @@ EOF
 	sed -e 's/role=server/role=client/' -e 's/192.0.2.1/192.0.2.2/' \
 		"$tmp/server.conf" >"$tmp/client.conf"
 	programs memif "" "" 127.0.0.1
+	# Both GID kinds on VLAN 42: GID 0 is IPv4-mapped, GID 1 the IPv6
+	# address; the peer's MAC comes from ARP or Neighbor Discovery.
+	cat >"$tmp/server.conf" <<EOF
+[engine]
+mode = inline
+[device dpib0]
+port = net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no,id=0
+ip = 192.0.2.1
+ip6 = 2001:db8::1
+vlan = 42
+mtu = 1500
+EOF
+	sed -e 's/role=server/role=client/' -e 's/192.0.2.1/192.0.2.2/' \
+		-e 's/2001:db8::1/2001:db8::2/' \
+		"$tmp/server.conf" >"$tmp/client.conf"
+	local l=memif-vlan42
+	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 1 -n 2000
+	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 1 -s 65536 -n 300
+	pair $l "" "" 127.0.0.1 ibv_ud_pingpong -d dpib0 -g 1 -n 1000
+	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 0 -n 1000
+	pair $l "" "" 127.0.0.1 ibv_ud_pingpong -d dpib0 -g 0 -n 1000
 }
 
 af_packet_link() {

@@ -2,15 +2,16 @@
  * Copyright(c) 2026 dpib authors
  */
 /*
- * The ARP neighbour module against RFC 826 and its own timing contract:
- * what it answers, what it learns, when it asks again, when it gives up
- * and when it forgets.
+ * The neighbour module against RFC 826 (ARP), RFC 4861 (Neighbor
+ * Discovery) and its own timing contract: what it answers, what it learns,
+ * when it asks again, when it gives up and when it forgets.
  *
  * The device is built by hand on a ring port whose TX queue is its RX
  * queue, so every frame the module queues is read back with
  * rte_eth_rx_burst after ib_tx_flush. Time is only what the test passes
  * to ib_neigh_timer.
  */
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -45,6 +46,7 @@ static const struct rte_ether_addr bcast = {
 static const struct rte_ether_addr zero_mac;
 
 static uint32_t our_ip, peer_ip, other_ip;
+static uint8_t our6[16], peer6[16], other6[16];	/* 2001:db8::1, 2, 3 */
 
 static char runtime_dir[PATH_MAX];
 static int eal_running;
@@ -137,6 +139,11 @@ setup(void)
 	dev = rte_zmalloc("ta_dev", sizeof(*dev), RTE_CACHE_LINE_SIZE);
 	CHECK(dev != NULL, "device");
 	dev->conf.ip = our_ip;
+	inet_pton(AF_INET6, "2001:db8::1", our6);
+	inet_pton(AF_INET6, "2001:db8::2", peer6);
+	inet_pton(AF_INET6, "2001:db8::3", other6);
+	memcpy(dev->conf.ip6, our6, 16);
+	dev->conf.has_ip6 = 1;
 	dev->mac = our_mac;
 	dev->pool = pool;
 	dev->port_id = loop_port();
@@ -900,6 +907,308 @@ tx_raw_drops_when_port_stalls(void)
 	no_leak();
 }
 
+/*
+ * IPv6 Neighbor Discovery (RFC 4861) through the same module and table:
+ * our address 2001:db8::1, peers 2001:db8::2 and ::3.
+ */
+#define ND_NS		135
+#define ND_NA		136
+#define ND_LEN		(40 + 32)	/* IPv6 + NS/NA + one LL option */
+
+
+/* The ICMPv6 checksum (RFC 4443 2.3), computed here independently. */
+static uint16_t
+icmp6_sum(const uint8_t *ip6, const uint8_t *icmp, uint32_t len)
+{
+	uint32_t sum = 0, i;
+
+	for (i = 8; i < 40; i += 2)		/* source, destination */
+		sum += (uint32_t)ip6[i] << 8 | ip6[i + 1];
+	sum += len + 58;
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (uint32_t)icmp[i] << 8 | icmp[i + 1];
+	if (len & 1)
+		sum += (uint32_t)icmp[len - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* An NS or NA from @smac/@sip6 with hop limit @hop and option @opt. */
+static struct rte_mbuf *
+nd_frame(const struct rte_ether_addr *dmac, const struct rte_ether_addr *smac,
+	 const uint8_t *sip6, const uint8_t *dip6, uint8_t type,
+	 uint8_t flags, const uint8_t *target, uint8_t opt, uint8_t hop)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(pool);
+	struct rte_ether_hdr *eth;
+	uint8_t *ip, *icmp;
+	uint16_t ck;
+
+	CHECK(m != NULL, "no mbuf for a test frame");
+	eth = (void *)rte_pktmbuf_append(m, RTE_ETHER_HDR_LEN + ND_LEN);
+	CHECK(eth != NULL, "no room");
+	memset(eth, 0, RTE_ETHER_HDR_LEN + ND_LEN);
+	eth->dst_addr = *dmac;
+	eth->src_addr = *smac;
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
+	ip = (uint8_t *)(eth + 1);
+	ip[0] = 0x60;
+	ip[5] = 32;
+	ip[6] = 58;
+	ip[7] = hop;
+	memcpy(ip + 8, sip6, 16);
+	memcpy(ip + 24, dip6, 16);
+	icmp = ip + 40;
+	icmp[0] = type;
+	icmp[4] = flags;
+	memcpy(icmp + 8, target, 16);
+	if (opt) {
+		icmp[24] = opt;
+		icmp[25] = 1;
+		memcpy(icmp + 26, smac->addr_bytes, 6);
+		ck = icmp6_sum(ip, icmp, 32);
+	} else {
+		ip[5] = 24;
+		m->data_len -= 8;
+		m->pkt_len -= 8;
+		ck = icmp6_sum(ip, icmp, 24);
+	}
+	icmp[2] = ck >> 8;
+	icmp[3] = ck & 0xff;
+	return m;
+}
+
+static void
+solicited_node(const uint8_t *t, uint8_t *ip, struct rte_ether_addr *mac)
+{
+	static const uint8_t pfx[13] = { 0xff, 0x02, [11] = 1, [12] = 0xff };
+
+	memcpy(ip, pfx, 13);
+	memcpy(ip + 13, t + 13, 3);
+	mac->addr_bytes[0] = mac->addr_bytes[1] = 0x33;
+	memcpy(&mac->addr_bytes[2], ip + 12, 4);
+}
+
+static void
+ns_from(const struct rte_ether_addr *smac, const uint8_t *sip6,
+	const uint8_t *target, uint8_t hop)
+{
+	struct rte_ether_addr dmac;
+	uint8_t dip[16];
+
+	solicited_node(target, dip, &dmac);
+	CHECK(ib_neigh_rx(dev, nd_frame(&dmac, smac, sip6, dip, ND_NS, 0,
+					target, 1, hop)) == 1, "NS not taken");
+}
+
+static void
+na_from(const struct rte_ether_addr *smac, const uint8_t *sip6)
+{
+	CHECK(ib_neigh_rx(dev, nd_frame(&our_mac, smac, sip6, our6, ND_NA,
+					0x60, sip6, 2, 255)) == 1,
+	      "NA not taken");
+}
+
+/* The fields every ND frame we send shares; returns the ICMPv6 body. */
+static const uint8_t *
+check_nd(struct rte_mbuf *m, const struct rte_ether_addr *dmac,
+	 const uint8_t *dip6, uint8_t type)
+{
+	const uint8_t *f = rte_pktmbuf_mtod(m, const uint8_t *);
+	const uint8_t *ip = f + RTE_ETHER_HDR_LEN, *icmp = ip + 40;
+
+	CHECK(rte_pktmbuf_data_len(m) == RTE_ETHER_HDR_LEN + ND_LEN,
+	      "ND frame of %u bytes", rte_pktmbuf_data_len(m));
+	CHECK(memcmp(f, dmac, 6) == 0 && memcmp(f + 6, &our_mac, 6) == 0,
+	      "Ethernet addresses");
+	CHECK(f[12] == 0x86 && f[13] == 0xdd, "EtherType");
+	CHECK(ip[0] == 0x60 && ip[4] == 0 && ip[5] == 32 && ip[6] == 58,
+	      "IPv6 header");
+	CHECK(ip[7] == 255, "hop limit %u (RFC 4861 needs 255)", ip[7]);
+	CHECK(memcmp(ip + 8, our6, 16) == 0, "IPv6 source");
+	CHECK(memcmp(ip + 24, dip6, 16) == 0, "IPv6 destination");
+	CHECK(icmp[0] == type && icmp[1] == 0, "ICMPv6 type %u code %u",
+	      icmp[0], icmp[1]);
+	CHECK(icmp6_sum(ip, icmp, 32) == 0, "ICMPv6 checksum");
+	CHECK(icmp[25] == 1 && memcmp(icmp + 26, &our_mac, 6) == 0,
+	      "link-layer option");
+	return icmp;
+}
+
+/* Exactly one NS for @t went out, to its solicited-node group. */
+static void
+expect_ns(const uint8_t *t)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	struct rte_ether_addr dmac;
+	unsigned int n = sent(m, MAX_FRAMES);
+	const uint8_t *icmp;
+	uint8_t dip[16];
+
+	CHECK(n == 1, "%u frames sent, want one solicitation", n);
+	solicited_node(t, dip, &dmac);
+	icmp = check_nd(m[0], &dmac, dip, ND_NS);
+	CHECK(memcmp(icmp + 8, t, 16) == 0 && icmp[24] == 1,
+	      "NS target or source link-layer option");
+	rte_pktmbuf_free_bulk(m, n);
+}
+
+static int
+lookup6(const uint8_t *ip6, struct rte_ether_addr *mac)
+{
+	struct rte_ether_addr tmp;
+
+	return ib_neigh_lookup6(dev, ip6, mac ? mac : &tmp);
+}
+
+static void
+expect_mac6(const uint8_t *ip6, const struct rte_ether_addr *want)
+{
+	struct rte_ether_addr mac;
+
+	CHECK(lookup6(ip6, &mac) == 0, "IPv6 lookup");
+	CHECK(rte_is_same_ether_addr(&mac, want), "IPv6 lookup: wrong MAC");
+}
+
+/*
+ * RFC 4861 7.2.4: an NS for our address gets a solicited, override NA to
+ * its sender with our MAC as target link-layer option; the sender is
+ * learned from its source link-layer option.
+ */
+static void
+nd_advert_for_our_address(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES];
+	const uint8_t *icmp;
+	unsigned int n;
+
+	fresh();
+	ns_from(&peer_mac, peer6, our6, 255);
+	n = sent(m, MAX_FRAMES);
+	CHECK(n == 1, "%u frames, want one advertisement", n);
+	icmp = check_nd(m[0], &peer_mac, peer6, ND_NA);
+	CHECK(icmp[4] == 0x60, "NA flags %#x, want solicited|override",
+	      icmp[4]);
+	CHECK(memcmp(icmp + 8, our6, 16) == 0 && icmp[24] == 2,
+	      "NA target or target link-layer option");
+	rte_pktmbuf_free_bulk(m, n);
+	expect_mac6(peer6, &peer_mac);
+	expect_silence("looking up a learned IPv6 address");
+	CHECK(dev->cnt[IB_CNT_ND_ADVERT_SENT] == 1, "advertisements");
+	/* An NS for another address is neither answered nor learned. */
+	ns_from(&other_mac, other6, peer6, 255);
+	expect_silence("after an NS for another address");
+	CHECK(dev->cnt[IB_CNT_ND_RX_IGNORED] == 1, "ignored not counted");
+	no_leak();
+}
+
+/* RFC 4861 7.1.1: ND that crossed a router (hop limit below 255) and ND
+ * with a bad checksum are dropped, counted, and teach nothing.
+ */
+static void
+nd_invalid_dropped(void)
+{
+	struct rte_mbuf *m;
+
+	fresh();
+	ns_from(&peer_mac, peer6, our6, 254);
+	expect_silence("after an NS with hop limit 254");
+	CHECK(dev->cnt[IB_CNT_ND_RX_BAD_HOPLIMIT] == 1, "hop limit drop");
+	m = nd_frame(&our_mac, &peer_mac, peer6, our6, ND_NS, 0, our6, 1, 255);
+	rte_pktmbuf_mtod(m, uint8_t *)[RTE_ETHER_HDR_LEN + 40 + 2] ^= 1;
+	CHECK(ib_neigh_rx(dev, m) == 1, "NS not taken");
+	expect_silence("after an NS with a bad checksum");
+	CHECK(dev->cnt[IB_CNT_ND_RX_MALFORMED] == 1, "checksum drop");
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "learned from invalid ND");
+	expect_ns(peer6);
+	no_leak();
+}
+
+/* Resolution: one NS, completed by the NA; an unasked NA is ignored. */
+static void
+nd_resolution(void)
+{
+	fresh();
+	na_from(&other_mac, other6);
+	CHECK(dev->cnt[IB_CNT_ND_RX_IGNORED] == 1, "unsolicited NA taken");
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "first lookup");
+	expect_ns(peer6);
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "second lookup");
+	expect_silence("on a second lookup");
+	na_from(&peer_mac, peer6);
+	expect_mac6(peer6, &peer_mac);
+	CHECK(lookup6(other6, NULL) == -EAGAIN, "unsolicited NA was learned");
+	expect_ns(other6);
+	CHECK(lookup6(our6, NULL) == 0, "own address");
+	expect_silence("looking up our own address");
+	no_leak();
+}
+
+/* The ARP timing contract holds for IPv6: retries, failure, expiry. */
+static void
+nd_retries_and_expiry(void)
+{
+	uint64_t t0, retry = tsc_ms(IB_NEIGH_RETRY_MS), t1;
+	unsigned int k;
+
+	fresh();
+	t0 = now;
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "lookup");
+	expect_ns(peer6);
+	for (k = 1; k < IB_NEIGH_TRIES; k++) {
+		tick(t0 + k * retry - 1);
+		expect_silence("just before a retry");
+		tick(t0 + k * retry);
+		expect_ns(peer6);
+	}
+	tick(t0 + IB_NEIGH_TRIES * retry);
+	CHECK(lookup6(peer6, NULL) == -EHOSTUNREACH, "after the last try");
+	CHECK(dev->cnt[IB_CNT_ND_SOLICIT_SENT] == IB_NEIGH_TRIES &&
+	      dev->cnt[IB_CNT_ND_FAILED] == 1, "solicitations %" PRIu64,
+	      dev->cnt[IB_CNT_ND_SOLICIT_SENT]);
+	tick(now + tsc_ms(IB_NEIGH_FAILED_MS));
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "failure not forgotten");
+	expect_ns(peer6);
+	t1 = now + tsc_ms(10);
+	tick(t1);
+	na_from(&peer_mac, peer6);
+	tick(t1 + tsc_ms(IB_NEIGH_REACHABLE_MS) - 1);
+	expect_mac6(peer6, &peer_mac);
+	tick(t1 + tsc_ms(IB_NEIGH_REACHABLE_MS));
+	CHECK(lookup6(peer6, NULL) == -EAGAIN, "expired entry still used");
+	expect_ns(peer6);
+	no_leak();
+}
+
+/* On a VLAN device ARP and ND go out tagged; other VLANs are not ours. */
+static void
+vlan_tagged_neighbour_frames(void)
+{
+	struct rte_mbuf *m[MAX_FRAMES], *f;
+	const uint8_t *p;
+	unsigned int n, i;
+
+	fresh();
+	dev->conf.vlan = 7;
+	CHECK(lookup6(peer6, NULL) == -EAGAIN && lookup(peer_ip) == -EAGAIN,
+	      "lookups");
+	n = sent(m, MAX_FRAMES);
+	CHECK(n == 2, "%u frames", n);
+	for (i = 0; i < n; i++) {
+		p = rte_pktmbuf_mtod(m[i], const uint8_t *);
+		CHECK(p[12] == 0x81 && p[13] == 0 && p[14] == 0 && p[15] == 7,
+		      "frame %u not tagged VID 7, priority 0", i);
+	}
+	rte_pktmbuf_free_bulk(m, n);
+	/* An untagged NS is not on our VLAN: left to the caller. */
+	f = nd_frame(&our_mac, &peer_mac, peer6, our6, ND_NS, 0, our6, 1, 255);
+	CHECK(ib_neigh_rx(dev, f) == 0, "untagged NS taken on a VLAN");
+	rte_pktmbuf_free(f);
+	dev->conf.vlan = 0;
+	no_leak();
+}
+
 int
 main(void)
 {
@@ -925,6 +1234,11 @@ main(void)
 	RUN(table_full);
 	RUN(mass_expiry_keeps_survivors);
 	RUN(tx_raw_drops_when_port_stalls);
+	RUN(nd_advert_for_our_address);
+	RUN(nd_invalid_dropped);
+	RUN(nd_resolution);
+	RUN(nd_retries_and_expiry);
+	RUN(vlan_tagged_neighbour_frames);
 	ib_neigh_fini(dev);
 	rte_eth_dev_stop(dev->port_id);
 	rte_eth_dev_close(dev->port_id);

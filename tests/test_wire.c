@@ -771,6 +771,57 @@ icrc_detects_corruption(void)
 	printf("  %u single-bit flips over %u frames\n", s.flips, s.frames);
 }
 
+/*
+ * A17.3.3 over IPv6: traffic class, flow label, hop limit, the UDP
+ * checksum and BTH resv8a are variant (hashed as ones), every other bit
+ * counts, and the in-place variant agrees and leaves the packet as it was.
+ */
+static void
+icrc_ipv6_variant_fields(void)
+{
+	static const uint32_t variant[] = {
+		1, 2, 3, 7,		/* traffic class, flow label, hop limit */
+		40 + 6, 40 + 7,		/* UDP checksum */
+		48 + 4,			/* BTH resv8a */
+	};
+	uint8_t pkt[40 + 8 + 12 + 64], copy[sizeof(pkt)];
+	uint32_t len = sizeof(pkt), crc, off, i;
+
+	memset(pkt, 0, sizeof(pkt));
+	pkt[0] = 0x60;
+	pkt[5] = 8 + 12 + 64 + 4;
+	pkt[6] = 17;
+	pkt[7] = 64;
+	for (i = 8; i < 40; i++)
+		pkt[i] = (uint8_t)(0x20 + i);	/* addresses */
+	pkt[40 + 2] = 0x12;			/* UDP 4791 */
+	pkt[40 + 3] = 0xb7;
+	pkt[48] = 0x04;				/* RC SEND_ONLY */
+	pkt[48 + 2] = pkt[48 + 3] = 0xff;	/* P_Key */
+	for (i = 60; i < len; i++)
+		pkt[i] = (uint8_t)(i * 13);
+	crc = ib_icrc(pkt, len);
+	memcpy(copy, pkt, len);
+	CHECK(ib_icrc_inplace(pkt, len) == crc, "in-place IPv6 ICRC differs");
+	CHECK(memcmp(copy, pkt, len) == 0, "in-place ICRC changed the packet");
+	pkt[0] |= 0x0f;
+	for (i = 0; i < RTE_DIM(variant); i++)
+		pkt[variant[i]] = (uint8_t)(0x5a + i);
+	CHECK(ib_icrc(pkt, len) == crc, "a variant IPv6 field changed the ICRC");
+	memcpy(pkt, copy, len);
+	for (off = 0; off < len; off++) {
+		int var = 0;
+
+		for (i = 0; i < RTE_DIM(variant); i++)
+			var |= variant[i] == off;
+		if (var)
+			continue;
+		pkt[off] ^= off == 0 ? 0x80 : 0x01;	/* byte 0: the version */
+		CHECK(ib_icrc(pkt, len) != crc, "byte %u went undetected", off);
+		pkt[off] = copy[off];
+	}
+}
+
 int
 main(void)
 {
@@ -785,6 +836,7 @@ main(void)
 	RUN(psn_arithmetic);
 	RUN(header_codecs_roundtrip);
 	RUN(icrc_detects_corruption);
+	RUN(icrc_ipv6_variant_fields);
 	for (i = 0; i < NVEC; i++)
 		pcap_close(&files[i]);
 	CHECK_DONE();

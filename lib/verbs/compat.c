@@ -61,12 +61,17 @@ ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
 			    uint8_t eth_mac[6], uint16_t *vid)
 {
 	struct ib_dev *hw = ctx_hw(ctx);
+	uint32_t i;
 
-	if (!attr->is_global ||
-	    memcmp(&attr->grh.dgid, &hw->gid, sizeof(hw->gid)) != 0)
-		return ENOSYS;	/* peers resolve inside the engine (ARP) */
+	if (!attr->is_global)
+		return ENOSYS;
+	for (i = 0; i < hw->ngid; i++)
+		if (memcmp(&attr->grh.dgid, &hw->gid[i], sizeof(hw->gid[i])) == 0)
+			break;
+	if (i == hw->ngid)
+		return ENOSYS;	/* peers resolve inside the engine (ARP/ND) */
 	memcpy(eth_mac, hw->mac.addr_bytes, 6);
-	*vid = 0xffff;
+	*vid = hw->conf.vlan ? hw->conf.vlan : 0xffff;
 	return 0;
 }
 
@@ -328,16 +333,24 @@ ssize_t
 _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
 		     size_t max_entries, uint32_t flags, size_t entry_size)
 {
+	struct ib_dev *hw = ctx_hw(ctx);
+	uint32_t i;
+
 	if (flags != 0 || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	if (max_entries < 1)
+	if (max_entries < hw->ngid)
 		return -EINVAL;
-	memset(entries, 0, entry_size);
-	entries->gid = ctx_hw(ctx)->gid;
-	entries->gid_index = 0;
-	entries->port_num = 1;
-	entries->gid_type = IBV_GID_TYPE_ROCE_V2;
-	return 1;
+	for (i = 0; i < hw->ngid; i++) {
+		struct ibv_gid_entry *e = (void *)((uint8_t *)entries +
+						   i * entry_size);
+
+		memset(e, 0, entry_size);
+		e->gid = hw->gid[i];
+		e->gid_index = i;
+		e->port_num = 1;
+		e->gid_type = IBV_GID_TYPE_ROCE_V2;
+	}
+	return hw->ngid;
 }
 
 /*

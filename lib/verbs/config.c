@@ -96,7 +96,21 @@ set_device(struct ib_dev_conf *d, const char *key, const char *val)
 		snprintf(d->port, sizeof(d->port), "%s", val);
 	else if (strcmp(key, "ip") == 0)
 		return inet_pton(AF_INET, val, &d->ip) == 1 ? 0 : -EINVAL;
-	else if (strcmp(key, "mtu") == 0)
+	else if (strcmp(key, "ip6") == 0) {
+		d->has_ip6 = inet_pton(AF_INET6, val, d->ip6) == 1;
+		/* Unspecified, multicast and IPv4-mapped are no host address. */
+		if (!d->has_ip6 || d->ip6[0] == 0xff ||
+		    IN6_IS_ADDR_UNSPECIFIED((struct in6_addr *)d->ip6) ||
+		    IN6_IS_ADDR_V4MAPPED((struct in6_addr *)d->ip6))
+			return -EINVAL;
+	} else if (strcmp(key, "vlan") == 0) {
+		char *end;
+		unsigned long v = strtoul(val, &end, 10);
+
+		if (*val == '\0' || *end != '\0' || v < 1 || v > 4094)
+			return -EINVAL;
+		d->vlan = (uint16_t)v;
+	} else if (strcmp(key, "mtu") == 0)
 		d->mtu = strtoul(val, NULL, 0);
 	else if (strcmp(key, "loopback") == 0)
 		d->loopback = strcmp(val, "yes") == 0;
@@ -193,8 +207,9 @@ dpib_config_load(struct dpib_config *cfg)
 	if (ret != 0)
 		return ret;
 	for (i = 0; i < cfg->ndev; i++) {
-		if (cfg->dev[i].port[0] == '\0' || cfg->dev[i].ip == 0) {
-			fprintf(stderr, "dpib: %s: device %s needs port and ip\n",
+		if (cfg->dev[i].port[0] == '\0' ||
+		    (cfg->dev[i].ip == 0 && !cfg->dev[i].has_ip6)) {
+			fprintf(stderr, "dpib: %s: device %s needs port and ip or ip6\n",
 				path, cfg->dev[i].name);
 			return -EINVAL;
 		}

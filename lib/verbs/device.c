@@ -193,11 +193,13 @@ int
 ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
 	      union ibv_gid *gid)
 {
-	if (port != 1 || index != 0) {
+	struct ib_dev *hw = ctx_hw(ctx);
+
+	if (port != 1 || index < 0 || (uint32_t)index >= hw->ngid) {
 		errno = EINVAL;
 		return -1;
 	}
-	*gid = ctx_hw(ctx)->gid;
+	*gid = hw->gid[index];
 	return 0;
 }
 
@@ -205,12 +207,14 @@ int
 _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 		  struct ibv_gid_entry *entry, uint32_t flags, size_t size)
 {
-	if (port != 1 || index != 0 || flags != 0 ||
+	struct ib_dev *hw = ctx_hw(ctx);
+
+	if (port != 1 || index >= hw->ngid || flags != 0 ||
 	    size < sizeof(struct ibv_gid_entry))
 		return EINVAL;
 	memset(entry, 0, size);
-	entry->gid = ctx_hw(ctx)->gid;
-	entry->gid_index = 0;
+	entry->gid = hw->gid[index];
+	entry->gid_index = index;
 	entry->port_num = 1;
 	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
 	entry->ndev_ifindex = 0;
@@ -221,11 +225,10 @@ int
 ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 		   int *type)
 {
-	if (port != 1 || index != 0) {
+	if (port != 1 || index >= ctx_hw(ctx)->ngid) {
 		errno = EINVAL;
 		return -1;
 	}
-	(void)ctx;
 	*type = GID_TYPE_SYSFS_ROCE_V2;
 	return 0;
 }

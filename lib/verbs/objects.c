@@ -301,9 +301,10 @@ ibv_destroy_ah(struct ibv_ah *ibah)
 }
 
 /*
- * The address of the sender of a UD receive: for RoCEv2 over IPv4 the GRH
- * area holds the IPv4 header in its last 20 bytes (version nibble 4);
- * otherwise it is an IPv6 GRH.
+ * The address of the sender of a UD receive: for RoCEv2 over IPv6 the GRH
+ * area is the IPv6 header (version nibble 6); over IPv4 it holds the IPv4
+ * header in its last 20 bytes and begins with zeros. The source GID index
+ * is the one of the local address the packet was sent to.
  */
 int
 ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
@@ -311,8 +312,9 @@ ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
 		    struct ibv_ah_attr *ah_attr)
 {
 	const uint8_t *raw = (const uint8_t *)grh;
+	struct ib_dev *hw = ctx_hw(ctx);
+	uint32_t i;
 
-	(void)ctx;
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->port_num = port_num;
 	ah_attr->sl = wc->sl;
@@ -321,7 +323,7 @@ ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
 	ah_attr->is_global = 1;
 	ah_attr->grh.hop_limit = 64;
 	ah_attr->grh.sgid_index = 0;
-	if ((raw[20] >> 4) == 4) {
+	if ((raw[0] >> 4) != 6) {
 		uint8_t *dgid = ah_attr->grh.dgid.raw;
 
 		dgid[10] = dgid[11] = 0xff;
@@ -329,6 +331,9 @@ ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
 		return 0;
 	}
 	ah_attr->grh.dgid = grh->sgid;
+	for (i = 0; i < hw->ngid; i++)
+		if (memcmp(&hw->gid[i], &grh->dgid, sizeof(grh->dgid)) == 0)
+			ah_attr->grh.sgid_index = i;
 	ah_attr->grh.flow_label = rte_be_to_cpu_32(grh->version_tclass_flow) &
 				  0xfffff;
 	ah_attr->grh.traffic_class = (rte_be_to_cpu_32(grh->version_tclass_flow)

@@ -19,12 +19,10 @@ ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr, struct ib_ah **out)
 
 	if (attr->port_num != 1 && attr->port_num != 0)
 		return EINVAL;
-	if (attr->is_global && attr->grh.sgid_index != 0)
-		return EINVAL;
 	ah = rte_zmalloc("ib_ah", sizeof(*ah), RTE_CACHE_LINE_SIZE);
 	if (ah == NULL)
 		return ENOMEM;
-	err = ib_path_set(dev, 0, attr, ah->hdr, &ah->dip, &ah->resolved);
+	err = ib_path_set(dev, 0, attr, &ah->hdr);
 	if (err) {
 		rte_free(ah);
 		return err;

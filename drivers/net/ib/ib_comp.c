@@ -315,7 +315,7 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 		return;
 	ib_count(qp->dev, IB_CNT_RETRANSMIT);
 	if (!ib_sent_any(qp) &&
-	    (qp->path.resolved || qp->comp.wqe_idx ==
+	    (qp->path.hdr.resolved || qp->comp.wqe_idx ==
 	     __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE))) {
 		qp->comp.deadline = 0;
 		return;

@@ -12,6 +12,8 @@
 	X(TX_DROP_FULL,		"tx_drop_queue_full") \
 	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
+	X(RX_BAD_VLAN,		"rx_drop_vlan_mismatch") \
+	X(RX_MCAST6,		"rx_drop_ipv6_multicast") \
 	X(RX_BAD_LEN,		"rx_drop_bad_length") \
 	X(RX_BAD_ICRC,		"rx_drop_bad_icrc") \
 	X(RX_BAD_VERSION,	"rx_drop_bad_version") \
@@ -47,7 +49,14 @@
 	X(ARP_REPLY_SENT,	"arp_reply_sent") \
 	X(GARP_SENT,		"arp_gratuitous_sent") \
 	X(ARP_FAILED,		"arp_resolve_failed") \
-	X(ARP_TABLE_FULL,	"arp_table_full")
+	X(ARP_TABLE_FULL,	"arp_table_full") \
+	X(ND_RX,		"nd_rx") \
+	X(ND_RX_MALFORMED,	"nd_rx_drop_malformed") \
+	X(ND_RX_BAD_HOPLIMIT,	"nd_rx_drop_hop_limit") \
+	X(ND_RX_IGNORED,	"nd_rx_ignored") \
+	X(ND_SOLICIT_SENT,	"nd_solicitation_sent") \
+	X(ND_ADVERT_SENT,	"nd_advertisement_sent") \
+	X(ND_FAILED,		"nd_resolve_failed")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

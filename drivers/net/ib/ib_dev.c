@@ -157,7 +157,9 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		       dev->port_id, rte_strerror(-ret));
 		goto err;
 	}
-	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu);
+	/* IPv6 headers are 20 bytes longer than IPv4's. */
+	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu -
+					  (dev->conf.has_ip6 ? 20 : 0));
 	if (conf->capture[0] != '\0' &&
 	    (ret = ib_capture_open(dev, conf->capture)) != 0)
 		goto err;
@@ -169,10 +171,16 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	ib_neigh_announce(dev);		/* gratuitous ARP: the port is up */
 	ib_tx_flush(dev);
 
-	/* RoCEv2 GID 0: the IPv4 address, IPv4-mapped (::ffff:a.b.c.d). */
-	memset(&dev->gid, 0, sizeof(dev->gid));
-	dev->gid.raw[10] = dev->gid.raw[11] = 0xff;
-	memcpy(&dev->gid.raw[12], &dev->conf.ip, 4);
+	/* The RoCEv2 GIDs: the IPv4 address IPv4-mapped (::ffff:a.b.c.d),
+	 * then the IPv6 address.
+	 */
+	if (dev->conf.ip != 0) {
+		dev->gid[0].raw[10] = dev->gid[0].raw[11] = 0xff;
+		memcpy(&dev->gid[0].raw[12], &dev->conf.ip, 4);
+		dev->ngid++;
+	}
+	if (dev->conf.has_ip6)
+		memcpy(dev->gid[dev->ngid++].raw, dev->conf.ip6, 16);
 	/* Node GUID: modified EUI-64 of the MAC (U/L bit flipped). */
 	g = (uint8_t *)&dev->guid;
 	memcpy(g, dev->mac.addr_bytes, 3);
@@ -283,7 +291,7 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	a->phys_state = link.link_status ? 5 : 3;	/* LinkUp : Disabled */
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = dev->active_mtu;
-	a->gid_tbl_len = 1;
+	a->gid_tbl_len = dev->ngid;
 	a->port_cap_flags = IBV_PORT_CM_SUP;
 	a->max_msg_sz = IB_MAX_MSG_SZ;
 	a->bad_pkey_cntr = 0;

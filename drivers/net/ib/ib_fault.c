@@ -129,18 +129,25 @@ rnd(struct ib_fault *f)
 	return (double)((f->rng * 0x2545f4914f6cdd1dull) >> 11) / (1ull << 53);
 }
 
+/* Where ib_pkt_alloc put the BTH: past Eth [+ 802.1Q], IP and UDP. */
+static inline uint32_t
+bth_off(const struct rte_mbuf *m)
+{
+	return m->l2_len + m->l3_len + 8;
+}
+
 /* Which rate set applies: requests, responses, or none (not RoCE). */
 static const struct ib_fault_rates *
 rates_for(struct ib_fault *f, struct rte_mbuf *m)
 {
 	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	const struct rte_ether_hdr *eth = (const void *)p;
 	uint32_t mask;
 
-	if (rte_pktmbuf_data_len(m) < IB_HDR_ROOM + IB_BTH_LEN ||
-	    eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))
+	/* ib_pkt_alloc recorded the encapsulation; ARP/ND frames have none. */
+	if (m->l3_len == 0 ||
+	    rte_pktmbuf_data_len(m) < bth_off(m) + IB_BTH_LEN)
 		return NULL;
-	mask = ib_opcode[p[IB_HDR_ROOM]].mask;
+	mask = ib_opcode[p[bth_off(m)]].mask;
 	return &f->dir[(mask & IB_M_RESP) ? 1 : 0];
 }
 
@@ -208,9 +215,9 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 		if (rnd(f) < r->corrupt) {
 			uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 			uint32_t bit = (uint32_t)(rnd(f) * 8 *
-				(rte_pktmbuf_data_len(m) - IB_HDR_ROOM));
+				(rte_pktmbuf_data_len(m) - bth_off(m)));
 
-			p[IB_HDR_ROOM + bit / 8] ^= 1u << (bit % 8);
+			p[bth_off(m) + bit / 8] ^= 1u << (bit % 8);
 			ib_count(dev, IB_CNT_FAULT_CORRUPT);
 		}
 		if (rnd(f) < r->dup && k + 1 < room) {

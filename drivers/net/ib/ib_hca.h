@@ -54,7 +54,9 @@ extern int ib_logtype_dp;
 #define IB_RX_BURST		32
 #define IB_REQ_BUDGET		32	/* packets one QP may send per engine pass */
 #define IB_MBUF_DATA		(4096 + 256 + RTE_PKTMBUF_HEADROOM)
-#define IB_HDR_ROOM		(RTE_ETHER_HDR_LEN + 20 + 8)	/* Eth + IPv4 + UDP */
+/* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */
+#define IB_HDR_MAX		(RTE_ETHER_HDR_LEN + 4 + 40 + 8)
+#define IB_MAX_GID		2	/* IPv4-mapped, then IPv6 */
 
 struct ib_dev;
 struct ib_engine;
@@ -81,7 +83,10 @@ struct ib_fault;
 struct ib_dev_conf {
 	char name[64];		/* dpibN */
 	char port[256];		/* vdev devargs or PCI address */
-	uint32_t ip;		/* IPv4, network order */
+	uint32_t ip;		/* IPv4, network order; 0: none */
+	uint8_t ip6[16];	/* IPv6; valid when has_ip6 */
+	uint8_t has_ip6;
+	uint16_t vlan;		/* 802.1Q VID, 0: untagged */
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
 	int lcore;		/* engine lcore */
@@ -187,13 +192,28 @@ struct ib_srq {
 	uint32_t events_reported;
 };
 
+/*
+ * The encapsulation of one destination: Eth [+ 802.1Q] + IPv4 or IPv6 +
+ * UDP, copied in front of every BTH. The IP length fields (and the IPv4
+ * checksum) are filled per packet; the BTH starts at b + len.
+ */
+struct ib_encap {
+	uint8_t b[IB_HDR_MAX];
+	uint8_t len;			/* template bytes */
+	uint8_t ip_off;			/* 14, or 18 with a VLAN tag */
+	uint8_t ip6;			/* IPv6 rather than IPv4 */
+	uint8_t resolved;		/* engine: b holds the destination MAC */
+	union {
+		uint32_t dip;		/* IPv4, network order */
+		uint8_t dip6[16];
+	};
+};
+
 /* An address handle: the resolved header template of a UD destination. */
 struct ib_ah {
 	struct ibv_ah ibv;
 	struct ibv_ah_attr attr;
-	uint8_t hdr[IB_HDR_ROOM];
-	uint32_t dip;			/* network order */
-	uint8_t resolved;		/* engine: hdr holds the MAC */
+	struct ib_encap hdr;
 };
 
 /* Engine-private bookkeeping of each SQ slot. */
@@ -212,9 +232,7 @@ struct ib_sge_cursor {
 
 /* Where the QP sends to: set at RTR (IBA 10.2.4 primary path). */
 struct ib_path {
-	uint8_t hdr[IB_HDR_ROOM];	/* Eth + IPv4 + UDP template */
-	uint32_t dip;			/* destination IPv4, network order */
-	uint8_t resolved;		/* hdr holds the destination MAC */
+	struct ib_encap hdr;
 	uint32_t mtu;			/* path MTU in bytes */
 	uint32_t dest_qpn;
 };
@@ -386,7 +404,8 @@ struct ib_dev {
 	struct ib_dev_conf conf;
 	uint16_t port_id;
 	struct rte_ether_addr mac;
-	union ibv_gid gid;
+	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
+	uint32_t ngid;
 	uint64_t guid;		/* network order, EUI-64 from the MAC */
 	enum ibv_mtu active_mtu;
 	struct rte_mempool *pool;
@@ -415,7 +434,8 @@ struct ib_dev {
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
-	struct ib_neigh *neigh;		/* ARP table (ib_arp.c) */
+	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
+	const uint8_t *rx_ip;		/* IP header of the frame in delivery */
 };
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)
@@ -613,9 +633,8 @@ int ib_capture_open(struct ib_dev *dev, const char *path);
 int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
-		uint8_t hdr[IB_HDR_ROOM], uint32_t *dip, uint8_t *resolved);
-int ib_hdr_resolve(struct ib_dev *dev, uint8_t *hdr, uint32_t dip,
-		   uint8_t *resolved);
+		struct ib_encap *h);
+int ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h);
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 
@@ -637,7 +656,7 @@ void ib_comp_timer(struct ib_qp *qp, uint64_t now);
 void ib_comp_kick(struct ib_qp *qp);
 int ib_qp_busy(const struct ib_qp *qp);
 
-/* ib_arp.c: IPv4 neighbours, engine lcore only */
+/* ib_arp.c: IPv4 (ARP) and IPv6 (ND) neighbours, engine lcore only */
 #define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
 #define IB_NEIGH_MAX		768	/* entries: a 75% load keeps probes short */
 #define IB_NEIGH_RETRY_MS	100	/* between requests for one address */
@@ -648,6 +667,10 @@ int ib_neigh_init(struct ib_dev *dev);
 void ib_neigh_fini(struct ib_dev *dev);
 int ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_neigh_lookup(struct ib_dev *dev, uint32_t ip, struct rte_ether_addr *mac);
+int ib_neigh_lookup6(struct ib_dev *dev, const uint8_t ip6[16],
+		     struct rte_ether_addr *mac);
+uint8_t *ib_l2_put(struct ib_dev *dev, struct rte_mbuf *m,
+		   const struct rte_ether_addr *dst, uint16_t type, uint32_t len);
 void ib_neigh_timer(struct ib_dev *dev, uint64_t now);
 void ib_neigh_announce(struct ib_dev *dev);
 int ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m);

@@ -16,34 +16,50 @@
 #include "ib_hca.h"
 
 #define ETH_LEN		RTE_ETHER_HDR_LEN
+#define VLAN_LEN	4
 #define IP_LEN		20
+#define IP6_LEN		40
 #define UDP_LEN		8
 #define IP_OFF		ETH_LEN
-#define UDP_OFF		(ETH_LEN + IP_LEN)
-#define BTH_OFF		(ETH_LEN + IP_LEN + UDP_LEN)
 
 /*
- * ICRC over the masked pseudo packet: 8 bytes of ones stand for the LRH
- * (A17.3.3); IP TOS, TTL and checksum, UDP checksum and the BTH resv8a byte
- * are variant fields and are hashed as ones. @len counts from the IP header
- * to the end of the payload and pad, the ICRC itself excluded.
+ * ICRC over the masked pseudo packet (IBA A17.3.3): 8 bytes of ones stand
+ * for the LRH, then the IP header with its variant fields as ones (IPv4:
+ * TOS, TTL, header checksum; IPv6: traffic class, flow label, hop limit),
+ * the UDP header with its checksum as ones, the BTH with resv8a as ones,
+ * and the rest. @ip points at the IP header; @len counts from there to the
+ * end of the payload and pad, the ICRC itself excluded. The version nibble
+ * says which IP it is; a span too short for IPv6 headers is IPv4.
  */
+static inline int
+icrc_is_ip6(const uint8_t *ip, uint32_t len)
+{
+	return (ip[0] >> 4) == 6 && len >= IP6_LEN + UDP_LEN + IB_BTH_LEN;
+}
+
 uint32_t
 ib_icrc(const uint8_t *ip, uint32_t len)
 {
-	uint8_t ps[8 + IP_LEN + UDP_LEN + IB_BTH_LEN];
+	uint8_t ps[8 + IP6_LEN + UDP_LEN + IB_BTH_LEN];
+	uint32_t l3 = icrc_is_ip6(ip, len) ? IP6_LEN : IP_LEN;
+	uint32_t hl = l3 + UDP_LEN + IB_BTH_LEN;
 	uint32_t crc;
 
 	memset(ps, 0xff, 8);
-	memcpy(ps + 8, ip, IP_LEN + UDP_LEN + IB_BTH_LEN);
-	ps[8 + 1] = 0xff;			/* TOS */
-	ps[8 + 8] = 0xff;			/* TTL */
-	ps[8 + 10] = ps[8 + 11] = 0xff;		/* header checksum */
-	ps[8 + IP_LEN + 6] = ps[8 + IP_LEN + 7] = 0xff;	/* UDP checksum */
-	ps[8 + IP_LEN + UDP_LEN + 4] = 0xff;	/* BTH resv8a */
-	crc = crc32_gzip_refl(0, ps, sizeof(ps));
-	return crc32_gzip_refl(crc, ip + IP_LEN + UDP_LEN + IB_BTH_LEN,
-			       len - (IP_LEN + UDP_LEN + IB_BTH_LEN));
+	memcpy(ps + 8, ip, hl);
+	if (l3 == IP_LEN) {
+		ps[8 + 1] = 0xff;			/* TOS */
+		ps[8 + 8] = 0xff;			/* TTL */
+		ps[8 + 10] = ps[8 + 11] = 0xff;		/* header checksum */
+	} else {
+		ps[8] |= 0x0f;				/* traffic class, */
+		ps[8 + 1] = ps[8 + 2] = ps[8 + 3] = 0xff; /* flow label */
+		ps[8 + 7] = 0xff;			/* hop limit */
+	}
+	ps[8 + l3 + 6] = ps[8 + l3 + 7] = 0xff;	/* UDP checksum */
+	ps[8 + l3 + UDP_LEN + 4] = 0xff;	/* BTH resv8a */
+	crc = crc32_gzip_refl(0, ps, 8 + hl);
+	return crc32_gzip_refl(crc, ip + hl, len - hl);
 }
 
 /*
@@ -61,6 +77,26 @@ RTE_INIT(ib_icrc_init)
 	ones_crc = crc32_gzip_refl(0, ones, sizeof(ones));
 }
 
+static uint32_t
+icrc_inplace6(uint8_t *ip, uint32_t len)
+{
+	uint8_t save[4], hop = ip[7], b4 = ip[IP6_LEN + UDP_LEN + 4];
+	uint16_t ucsum;
+	uint32_t crc;
+
+	memcpy(save, ip, 4);
+	memcpy(&ucsum, ip + IP6_LEN + 6, 2);
+	ip[0] |= 0x0f;
+	ip[1] = ip[2] = ip[3] = ip[7] = 0xff;
+	ip[IP6_LEN + 6] = ip[IP6_LEN + 7] = ip[IP6_LEN + UDP_LEN + 4] = 0xff;
+	crc = crc32_gzip_refl(ones_crc, ip, len);
+	memcpy(ip, save, 4);
+	ip[7] = hop;
+	memcpy(ip + IP6_LEN + 6, &ucsum, 2);
+	ip[IP6_LEN + UDP_LEN + 4] = b4;
+	return crc;
+}
+
 uint32_t
 ib_icrc_inplace(uint8_t *ip, uint32_t len)
 {
@@ -68,6 +104,8 @@ ib_icrc_inplace(uint8_t *ip, uint32_t len)
 	uint16_t csum, ucsum;
 	uint32_t crc;
 
+	if (unlikely(icrc_is_ip6(ip, len)))
+		return icrc_inplace6(ip, len);
 	memcpy(&csum, ip + 10, 2);
 	memcpy(&ucsum, ip + IP_LEN + 6, 2);
 	ip[1] = ip[8] = ip[10] = ip[11] = 0xff;
@@ -82,15 +120,12 @@ ib_icrc_inplace(uint8_t *ip, uint32_t len)
 }
 
 static int
-gid_to_ipv4(const union ibv_gid *gid, uint32_t *ip)
+gid_is_v4(const union ibv_gid *gid)
 {
 	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
 					   0, 0, 0xff, 0xff };
 
-	if (memcmp(gid->raw, v4map, sizeof(v4map)) != 0)
-		return -1;
-	memcpy(ip, &gid->raw[12], 4);
-	return 0;
+	return memcmp(gid->raw, v4map, sizeof(v4map)) == 0;
 }
 
 /* UDP source port for ECMP entropy: 0xC000 plus a hash of the QPN. */
@@ -102,83 +137,152 @@ ib_udp_sport(uint32_t qpn)
 	return 0xc000 | ((h >> 18) & 0x3fff);
 }
 
+/* Ethernet [+ 802.1Q] of a template; returns the IP header offset. */
+static uint32_t
+l2_fill(struct ib_dev *dev, uint8_t *b, const struct rte_ether_addr *dst,
+	uint16_t type, uint8_t pcp)
+{
+	struct rte_ether_hdr *eth = (void *)b;
+	struct rte_vlan_hdr *vh = (void *)(eth + 1);
+
+	rte_ether_addr_copy(dst, &eth->dst_addr);
+	rte_ether_addr_copy(&dev->mac, &eth->src_addr);
+	if (dev->conf.vlan == 0) {
+		eth->ether_type = rte_cpu_to_be_16(type);
+		return ETH_LEN;
+	}
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+	vh->vlan_tci = rte_cpu_to_be_16((uint16_t)(pcp & 7) << 13 |
+					dev->conf.vlan);
+	vh->eth_proto = rte_cpu_to_be_16(type);
+	return ETH_LEN + VLAN_LEN;
+}
+
 /*
- * Resolve an address vector into the header template of the QP's primary
- * path. Without a GRH the destination is this device itself (loopback); a
- * peer's MAC needs neighbour resolution, which this device does not have yet.
+ * The destination MAC of an address: multicast mapped (RFC 1112, RFC
+ * 2464), this device's own, or zero and unresolved until the engine's
+ * ARP/ND has it (nothing is sent on the path until then).
+ */
+static void
+dst_mac(struct ib_dev *dev, struct ib_encap *h, struct rte_ether_addr *mac)
+{
+	memset(mac, 0, sizeof(*mac));
+	h->resolved = 1;
+	if (!h->ip6) {
+		const uint8_t *b = (const uint8_t *)&h->dip;
+
+		if (ib_ipv4_is_mcast(h->dip)) {
+			struct rte_ether_addr m = {
+				{ 0x01, 0x00, 0x5e, b[1] & 0x7f, b[2], b[3] } };
+			*mac = m;
+		} else if (h->dip == dev->conf.ip) {
+			*mac = dev->mac;
+		} else {
+			h->resolved = 0;
+		}
+	} else if (h->dip6[0] == 0xff) {
+		mac->addr_bytes[0] = mac->addr_bytes[1] = 0x33;
+		memcpy(&mac->addr_bytes[2], &h->dip6[12], 4);
+	} else if (dev->conf.has_ip6 &&
+		   memcmp(h->dip6, dev->conf.ip6, 16) == 0) {
+		*mac = dev->mac;
+	} else {
+		h->resolved = 0;
+	}
+}
+
+/*
+ * Resolve an address vector into a header template. The source GID
+ * (grh.sgid_index) chooses IPv4 or IPv6, and the destination must be of
+ * the same family. Without a GRH the destination is this device itself
+ * (loopback only). The flow label is taken as given: 0 stays 0.
  */
 int
 ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
-	    uint8_t hdr[IB_HDR_ROOM], uint32_t *dipp, uint8_t *resolved)
+	    struct ib_encap *h)
 {
-	struct rte_ether_hdr *eth = (void *)hdr;
-	struct rte_ipv4_hdr *ip = (void *)(hdr + IP_OFF);
-	struct rte_udp_hdr *udp = (void *)(hdr + UDP_OFF);
-	uint32_t dip = dev->conf.ip;
-	uint8_t ttl = 64, tos = 0;
+	const union ibv_gid *sgid, *dgid;
+	struct rte_ether_addr mac;
+	struct rte_udp_hdr *udp;
+	uint8_t hop = 64, tclass = 0, sidx = 0;
 
-	*resolved = 1;
 	/* RoCE addresses by GID: only the loopback device, whose one
 	 * destination is itself, lets a program leave the GRH out.
 	 */
 	if (!ah->is_global && !dev->conf.loopback)
 		return EINVAL;
+	if (dev->ngid == 0)
+		return EINVAL;
+	memset(h, 0, sizeof(*h));
 	if (ah->is_global) {
-		if (gid_to_ipv4(&ah->grh.dgid, &dip) != 0)
-			return EAFNOSUPPORT;
+		sidx = ah->grh.sgid_index;
+		dgid = &ah->grh.dgid;
 		if (ah->grh.hop_limit > 1)
-			ttl = ah->grh.hop_limit;
-		tos = ah->grh.traffic_class;
-	}
-	if (ib_ipv4_is_mcast(dip)) {
-		const uint8_t *b = (const uint8_t *)&dip;
-		struct rte_ether_addr m = {
-			{ 0x01, 0x00, 0x5e, b[1] & 0x7f, b[2], b[3] } };
-
-		rte_ether_addr_copy(&m, &eth->dst_addr);
-	} else if (dip == dev->conf.ip) {
-		rte_ether_addr_copy(&dev->mac, &eth->dst_addr);
+			hop = ah->grh.hop_limit;
+		tclass = ah->grh.traffic_class;
 	} else {
-		/* The engine fills the MAC in once ARP has it; until then
-		 * nothing is sent on this path.
-		 */
-		memset(&eth->dst_addr, 0, sizeof(eth->dst_addr));
-		*resolved = 0;
+		dgid = &dev->gid[0];
 	}
-	rte_ether_addr_copy(&dev->mac, &eth->src_addr);
-	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
-	memset(ip, 0, sizeof(*ip));
-	ip->version_ihl = RTE_IPV4_VHL_DEF;
-	ip->type_of_service = tos;
-	ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
-	ip->time_to_live = ttl;
-	ip->next_proto_id = IPPROTO_UDP;
-	ip->src_addr = dev->conf.ip;
-	ip->dst_addr = dip;
+	if (sidx >= dev->ngid)
+		return EINVAL;
+	sgid = &dev->gid[sidx];
+	h->ip6 = !gid_is_v4(sgid);
+	if (h->ip6 != !gid_is_v4(dgid))
+		return EINVAL;	/* source and destination families differ */
+	if (h->ip6)
+		memcpy(h->dip6, dgid->raw, 16);
+	else
+		memcpy(&h->dip, &dgid->raw[12], 4);
+	dst_mac(dev, h, &mac);
+	h->ip_off = l2_fill(dev, h->b, &mac, h->ip6 ? RTE_ETHER_TYPE_IPV6 :
+			    RTE_ETHER_TYPE_IPV4, ah->sl);
+	if (h->ip6) {
+		struct rte_ipv6_hdr *ip6 = (void *)(h->b + h->ip_off);
+
+		ip6->vtc_flow = rte_cpu_to_be_32(6u << 28 |
+			(uint32_t)tclass << 20 |
+			(ah->is_global ? ah->grh.flow_label & 0xfffff : 0));
+		ip6->proto = IPPROTO_UDP;
+		ip6->hop_limits = hop;
+		memcpy(&ip6->src_addr, sgid->raw, 16);
+		memcpy(&ip6->dst_addr, h->dip6, 16);
+		h->len = h->ip_off + IP6_LEN + UDP_LEN;
+	} else {
+		struct rte_ipv4_hdr *ip = (void *)(h->b + h->ip_off);
+
+		ip->version_ihl = RTE_IPV4_VHL_DEF;
+		ip->type_of_service = tclass;
+		ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+		ip->time_to_live = hop;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->src_addr = dev->conf.ip;
+		ip->dst_addr = h->dip;
+		h->len = h->ip_off + IP_LEN + UDP_LEN;
+	}
+	udp = (void *)(h->b + h->len - UDP_LEN);
 	udp->src_port = rte_cpu_to_be_16(ib_udp_sport(qpn));
 	udp->dst_port = rte_cpu_to_be_16(IB_UDP_PORT);
 	udp->dgram_cksum = 0;
-	*dipp = dip;
 	return 0;
 }
 
 /* Engine: put the destination MAC into a template once it is known. */
 int
-ib_hdr_resolve(struct ib_dev *dev, uint8_t *hdr, uint32_t dip,
-	       uint8_t *resolved)
+ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h)
 {
 	struct rte_ether_addr mac;
 	int ret;
 
-	if (likely(*resolved))
+	if (likely(h->resolved))
 		return 0;
-	ret = ib_neigh_lookup(dev, dip, &mac);
+	ret = h->ip6 ? ib_neigh_lookup6(dev, h->dip6, &mac) :
+		       ib_neigh_lookup(dev, h->dip, &mac);
 	if (ret != 0) {
 		ib_count(dev, IB_CNT_TX_WAIT_NEIGH);
 		return ret;
 	}
-	rte_ether_addr_copy(&mac, &((struct rte_ether_hdr *)hdr)->dst_addr);
-	*resolved = 1;
+	rte_ether_addr_copy(&mac, &((struct rte_ether_hdr *)h->b)->dst_addr);
+	h->resolved = 1;
 	return 0;
 }
 
@@ -188,7 +292,7 @@ ib_hdr_resolve(struct ib_dev *dev, uint8_t *hdr, uint32_t dip,
  * payload at *payload; NULL when the pool is empty.
  */
 static struct rte_mbuf *
-pkt_alloc(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
+pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 	  uint32_t paylen, uint8_t **bth, uint8_t **payload);
 
 /* NULL too while the path's destination MAC is not known yet. */
@@ -196,10 +300,9 @@ struct rte_mbuf *
 ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 	     uint8_t **bth, uint8_t **payload)
 {
-	if (ib_hdr_resolve(qp->dev, qp->path.hdr, qp->path.dip,
-			   &qp->path.resolved) != 0)
+	if (ib_hdr_resolve(qp->dev, &qp->path.hdr) != 0)
 		return NULL;
-	return pkt_alloc(qp, qp->path.hdr, opcode, paylen, bth, payload);
+	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload);
 }
 
 /* The same, to the destination of an address handle. */
@@ -207,20 +310,24 @@ struct rte_mbuf *
 ib_pkt_alloc_ah(struct ib_qp *qp, struct ib_ah *ah, uint8_t opcode,
 		uint32_t paylen, uint8_t **bth, uint8_t **payload)
 {
-	if (ib_hdr_resolve(qp->dev, ah->hdr, ah->dip, &ah->resolved) != 0)
+	if (ib_hdr_resolve(qp->dev, &ah->hdr) != 0)
 		return NULL;
-	return pkt_alloc(qp, ah->hdr, opcode, paylen, bth, payload);
+	return pkt_alloc(qp, &ah->hdr, opcode, paylen, bth, payload);
 }
 
+/*
+ * The mbuf records where the IP header starts (l2_len) and its length
+ * (l3_len): ib_tx and the fault hook find the ICRC span and the BTH there.
+ */
 static struct rte_mbuf *
-pkt_alloc(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
+pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 	  uint32_t paylen, uint8_t **bth, uint8_t **payload)
 {
 	const struct ib_opcode_info *info = &ib_opcode[opcode];
 	struct ib_dev *dev = qp->dev;
 	unsigned int pad = (-paylen) & 3;
-	uint32_t total = BTH_OFF + info->length + paylen + pad + IB_ICRC_LEN;
-	struct rte_ipv4_hdr *ip;
+	uint32_t udplen = UDP_LEN + info->length + paylen + pad + IB_ICRC_LEN;
+	uint32_t total = h->len - UDP_LEN + udplen;
 	struct rte_udp_hdr *udp;
 	struct rte_mbuf *m;
 	uint8_t *p;
@@ -231,16 +338,26 @@ pkt_alloc(struct ib_qp *qp, const uint8_t *hdr, uint8_t opcode,
 		return NULL;
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, total);
-	memcpy(p, hdr, BTH_OFF);
-	ip = (void *)(p + IP_OFF);
-	udp = (void *)(p + UDP_OFF);
+	memcpy(p, h->b, h->len);
+	m->l2_len = h->ip_off;
+	udp = (void *)(p + h->len - UDP_LEN);
 	udp->src_port = rte_cpu_to_be_16(qp->udp_sport);
-	ip->total_length = rte_cpu_to_be_16(total - ETH_LEN);
-	ip->hdr_checksum = 0;
-	ip->hdr_checksum = rte_ipv4_cksum(ip);
-	udp->dgram_len = rte_cpu_to_be_16(total - ETH_LEN - IP_LEN);
-	*bth = p + BTH_OFF;
-	*payload = p + BTH_OFF + info->length;
+	udp->dgram_len = rte_cpu_to_be_16(udplen);
+	if (likely(!h->ip6)) {
+		struct rte_ipv4_hdr *ip = (void *)(p + h->ip_off);
+
+		m->l3_len = IP_LEN;
+		ip->total_length = rte_cpu_to_be_16(IP_LEN + udplen);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	} else {
+		struct rte_ipv6_hdr *ip6 = (void *)(p + h->ip_off);
+
+		m->l3_len = IP6_LEN;
+		ip6->payload_len = rte_cpu_to_be_16(udplen);
+	}
+	*bth = p + h->len;
+	*payload = *bth + info->length;
 	if (pad)
 		memset(*payload + paylen, 0, pad);
 	(*bth)[1] = pad << BTH_PAD_SHIFT;
@@ -348,11 +465,11 @@ int
 ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t iplen = rte_pktmbuf_data_len(m) - ETH_LEN;
-	uint32_t crc = ib_icrc_inplace(p + IP_OFF, iplen - IB_ICRC_LEN);
+	uint32_t iplen = rte_pktmbuf_data_len(m) - m->l2_len;
+	uint32_t crc = ib_icrc_inplace(p + m->l2_len, iplen - IB_ICRC_LEN);
 	rte_le32_t le = rte_cpu_to_le_32(crc);
 
-	memcpy(p + ETH_LEN + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
+	memcpy(p + m->l2_len + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
 	return ib_tx_raw(dev, m);
 }
 
@@ -410,61 +527,151 @@ rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn,
 }
 
 /*
+ * The L2 header: an optional 802.1Q tag (its VID must be the device's),
+ * then the EtherType. Returns the L3 offset, or 0 for a drop it counted.
+ */
+static uint32_t
+rx_l2(struct ib_dev *dev, const uint8_t *p, uint32_t len, uint16_t *type)
+{
+	const struct rte_ether_hdr *eth = (const void *)p;
+	const struct rte_vlan_hdr *vh = (const void *)(eth + 1);
+
+	if (unlikely(len < ETH_LEN)) {
+		ib_count(dev, IB_CNT_RX_NOT_ROCE);
+		return 0;
+	}
+	if (likely(eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN))) {
+		if (unlikely(dev->conf.vlan != 0)) {
+			ib_count(dev, IB_CNT_RX_BAD_VLAN);
+			return 0;
+		}
+		*type = eth->ether_type;
+		return ETH_LEN;
+	}
+	if (len < ETH_LEN + VLAN_LEN) {
+		ib_count(dev, IB_CNT_RX_NOT_ROCE);
+		return 0;
+	}
+	if ((rte_be_to_cpu_16(vh->vlan_tci) & 0xfff) != dev->conf.vlan) {
+		ib_count(dev, IB_CNT_RX_BAD_VLAN);
+		return 0;
+	}
+	*type = vh->eth_proto;
+	return ETH_LEN + VLAN_LEN;
+}
+
+/*
+ * IPv4 to this device (or multicast), not fragmented, UDP 4791. Returns
+ * the UDP length, 0 for not RoCE, UINT32_MAX for a bad length.
+ */
+static uint32_t
+rx_ipv4(struct ib_dev *dev, const uint8_t *l3, uint32_t room)
+{
+	const struct rte_ipv4_hdr *ip = (const void *)l3;
+	const struct rte_udp_hdr *udp = (const void *)(l3 + IP_LEN);
+	uint32_t iplen;
+
+	if (room < IP_LEN + UDP_LEN ||
+	    ip->version_ihl != RTE_IPV4_VHL_DEF ||
+	    ip->next_proto_id != IPPROTO_UDP ||
+	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
+						     RTE_IPV4_HDR_OFFSET_MASK)) ||
+	    udp->dst_port != rte_cpu_to_be_16(IB_UDP_PORT) ||
+	    dev->conf.ip == 0 ||
+	    (ip->dst_addr != dev->conf.ip && !ib_ipv4_is_mcast(ip->dst_addr)))
+		return 0;
+	iplen = rte_be_to_cpu_16(ip->total_length);
+	if (iplen > room || iplen < IP_LEN + UDP_LEN ||
+	    rte_be_to_cpu_16(udp->dgram_len) != iplen - IP_LEN)
+		return UINT32_MAX;
+	return iplen - IP_LEN;
+}
+
+/* The same for IPv6 (no extension headers: RoCEv2 puts UDP next). */
+static uint32_t
+rx_ipv6(struct ib_dev *dev, const uint8_t *l3, uint32_t room)
+{
+	const struct rte_ipv6_hdr *ip6 = (const void *)l3;
+	const struct rte_udp_hdr *udp = (const void *)(l3 + IP6_LEN);
+	const uint8_t *dst = (const uint8_t *)&ip6->dst_addr;
+	uint32_t plen;
+
+	if (room < IP6_LEN + UDP_LEN || (l3[0] >> 4) != 6 ||
+	    ip6->proto != IPPROTO_UDP ||
+	    udp->dst_port != rte_cpu_to_be_16(IB_UDP_PORT) ||
+	    !dev->conf.has_ip6 ||
+	    (dst[0] != 0xff && memcmp(dst, dev->conf.ip6, 16) != 0))
+		return 0;
+	plen = rte_be_to_cpu_16(ip6->payload_len);
+	if (plen + IP6_LEN > room || plen < UDP_LEN ||
+	    rte_be_to_cpu_16(udp->dgram_len) != plen)
+		return UINT32_MAX;
+	return plen;
+}
+
+/* Neighbour frames: ARP, or ICMPv6 (Neighbor Discovery). */
+static int
+rx_is_neigh(const uint8_t *l3, uint32_t room, uint16_t type)
+{
+	if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP))
+		return 1;
+	return type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6) &&
+	       room >= IP6_LEN && l3[6] == IPPROTO_ICMPV6;
+}
+
+/*
  * Receive one frame. Checks run in the order of IBA 9.6 (packet header
- * validation) after the RoCEv2 encapsulation: length against the opcode
- * table, ICRC, transport version, P_Key, destination QP, QP type and
- * state; then the packet goes to the responder or the completer.
+ * validation) after the RoCEv2 encapsulation (802.1Q tag, IPv4 or IPv6,
+ * UDP): length against the opcode table, ICRC, transport version, P_Key,
+ * destination QP, QP type and state; then the packet goes to the
+ * responder or the completer.
  */
 void
 ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	const struct ib_opcode_info *info;
-	const struct rte_ether_hdr *eth;
-	const struct rte_ipv4_hdr *ip;
-	const struct rte_udp_hdr *udp;
 	struct ib_qp *qp;
-	uint32_t len, iplen, qpn, paylen, crc, wire_crc;
-	uint8_t *p, *bth;
+	uint32_t len, off, l3len, udplen, qpn, paylen, crc, wire_crc;
+	uint16_t type = 0;
+	uint8_t *p, *l3, *bth;
 
 	ib_count(dev, IB_CNT_RX_PKTS);
 	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m) != 0)
 		goto drop_len;
 	p = rte_pktmbuf_mtod(m, uint8_t *);
 	len = rte_pktmbuf_data_len(m);
-	eth = (const void *)p;
-	if (len >= RTE_ETHER_HDR_LEN &&
-	    eth->ether_type == rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP) &&
-	    ib_neigh_rx(dev, m))
+	off = rx_l2(dev, p, len, &type);
+	if (unlikely(off == 0))
+		goto free;
+	l3 = p + off;
+	if (unlikely(rx_is_neigh(l3, len - off, type)) && ib_neigh_rx(dev, m))
 		return;
-	if (len < BTH_OFF + IB_BTH_LEN + IB_ICRC_LEN)
+	if (likely(type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))) {
+		l3len = IP_LEN;
+		udplen = rx_ipv4(dev, l3, len - off);
+	} else if (type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
+		l3len = IP6_LEN;
+		udplen = rx_ipv6(dev, l3, len - off);
+	} else {
 		goto not_roce;
-	ip = (const void *)(p + IP_OFF);
-	udp = (const void *)(p + UDP_OFF);
-	if (eth->ether_type != rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) ||
-	    ip->version_ihl != RTE_IPV4_VHL_DEF ||
-	    ip->next_proto_id != IPPROTO_UDP ||
-	    (ip->fragment_offset & rte_cpu_to_be_16(RTE_IPV4_HDR_MF_FLAG |
-						     RTE_IPV4_HDR_OFFSET_MASK)) ||
-	    udp->dst_port != rte_cpu_to_be_16(IB_UDP_PORT) ||
-	    (ip->dst_addr != dev->conf.ip && !ib_ipv4_is_mcast(ip->dst_addr)))
+	}
+	if (udplen == 0)
 		goto not_roce;
-	iplen = rte_be_to_cpu_16(ip->total_length);
-	if (iplen + ETH_LEN > len ||
-	    rte_be_to_cpu_16(udp->dgram_len) != iplen - IP_LEN ||
-	    iplen < IP_LEN + UDP_LEN + IB_BTH_LEN + IB_ICRC_LEN)
+	if (udplen == UINT32_MAX ||
+	    udplen < UDP_LEN + IB_BTH_LEN + IB_ICRC_LEN)
 		goto drop_len;
 
-	bth = p + BTH_OFF;
+	bth = l3 + l3len + UDP_LEN;
 	info = &ib_opcode[bth_opcode((struct ib_bth *)bth)];
 	if (info->mask == 0) {
 		ib_count(dev, IB_CNT_RX_BAD_OPCODE);
 		goto free;
 	}
-	if (iplen < IP_LEN + UDP_LEN + info->length + IB_ICRC_LEN +
-		    bth_pad((struct ib_bth *)bth))
+	if (udplen < UDP_LEN + info->length + IB_ICRC_LEN +
+		     bth_pad((struct ib_bth *)bth))
 		goto drop_len;
-	memcpy(&wire_crc, p + ETH_LEN + iplen - IB_ICRC_LEN, IB_ICRC_LEN);
-	crc = ib_icrc_inplace(p + IP_OFF, iplen - IB_ICRC_LEN);
+	memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN, IB_ICRC_LEN);
+	crc = ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
 	if (crc != rte_le_to_cpu_32(wire_crc)) {
 		ib_count(dev, IB_CNT_RX_BAD_ICRC);
 		goto free;
@@ -478,10 +685,17 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		goto free;
 	}
 	qpn = bth_qpn((struct ib_bth *)bth);
-	paylen = iplen - IP_LEN - UDP_LEN - info->length - IB_ICRC_LEN -
+	paylen = udplen - UDP_LEN - info->length - IB_ICRC_LEN -
 		 bth_pad((struct ib_bth *)bth);
-	if (unlikely(ib_ipv4_is_mcast(ip->dst_addr))) {
-		rx_multicast(dev, ip->dst_addr, qpn, info, bth, paylen);
+	dev->rx_ip = l3;
+	if (unlikely(l3len == IP6_LEN && l3[24] == 0xff)) {
+		ib_count(dev, IB_CNT_RX_MCAST6);	/* no IPv6 groups */
+		goto free;
+	}
+	if (unlikely(l3len == IP_LEN &&
+		     ib_ipv4_is_mcast(((struct rte_ipv4_hdr *)l3)->dst_addr))) {
+		rx_multicast(dev, ((struct rte_ipv4_hdr *)l3)->dst_addr, qpn,
+			     info, bth, paylen);
 		goto free;
 	}
 	qp = qpn < IB_MAX_QP ?

@@ -379,9 +379,7 @@ struct qp_modify {
 	struct ib_qp *qp;
 	struct ibv_qp_attr attr;
 	int mask;
-	uint8_t hdr[IB_HDR_ROOM];
-	uint32_t dip;
-	uint8_t resolved;
+	struct ib_encap hdr;
 };
 
 static uint64_t
@@ -414,9 +412,7 @@ qp_modify_apply(void *arg)
 		qp->attr.qkey = a->qkey;
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = a->ah_attr;
-		memcpy(qp->path.hdr, m->hdr, sizeof(m->hdr));
-		qp->path.dip = m->dip;
-		qp->path.resolved = m->resolved;
+		qp->path.hdr = m->hdr;
 	}
 	if (mask & IBV_QP_PATH_MTU) {
 		qp->attr.path_mtu = a->path_mtu;
@@ -527,7 +523,7 @@ ib_qp_modify(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask)
 		return EINVAL;
 	if (mask & IBV_QP_AV) {
 		err = ib_path_set(qp->dev, qp->ibv.qp_num, &attr->ah_attr,
-				  m.hdr, &m.dip, &m.resolved);
+				  &m.hdr);
 		if (err)
 			return err;
 	}

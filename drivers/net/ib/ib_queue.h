@@ -68,7 +68,10 @@ ib_queue_count(struct ib_queue *q)
 {
 	uint32_t n = q->prod_cache - q->cons;
 
-	if (n == 0) {
+	/* Also refresh when cons ran past the copy: a flush or a reset
+	 * consumes up to the producer index itself.
+	 */
+	if ((int32_t)n <= 0) {
 		q->prod_cache = __atomic_load_n(&q->prod, __ATOMIC_ACQUIRE);
 		n = q->prod_cache - q->cons;
 	}

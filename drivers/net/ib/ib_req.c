@@ -337,7 +337,7 @@ ib_req_run(struct ib_qp *qp)
 			/* Waiting for ARP counts against the transport timer
 			 * like an unanswered request (IBA 9.7.6.1.3).
 			 */
-			if (!qp->path.resolved && qp->comp.deadline == 0 &&
+			if (!qp->path.hdr.resolved && qp->comp.deadline == 0 &&
 			    qp->timeout_tsc && qp->ibv.qp_type != IBV_QPT_UD)
 				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 			return;

@@ -468,8 +468,8 @@ ib_resp_take_rwqe(struct ib_qp *qp)
 
 /*
  * UD receive (IBA 9.8.5, verbs): Q_Key check, then the first 40 bytes of
- * the buffer take the GRH - for RoCEv2 over IPv4 the IPv4 header, placed in
- * its last 20 bytes - and the payload follows.
+ * the buffer take the GRH - over IPv6 the IPv6 header, over IPv4 the IPv4
+ * header placed in its last 20 bytes - and the payload follows.
  */
 static void
 resp_ud(struct ib_qp *qp, struct resp_pkt *p)
@@ -492,7 +492,10 @@ resp_ud(struct ib_qp *qp, struct resp_pkt *p)
 		ib_count(qp->dev, IB_CNT_RX_NO_RWQE);	/* UD: dropped */
 		return;
 	}
-	memcpy(grh + 20, p->bth - 28, 20);
+	if ((qp->dev->rx_ip[0] >> 4) == 6)
+		memcpy(grh, qp->dev->rx_ip, 40);
+	else
+		memcpy(grh + 20, qp->dev->rx_ip, 20);
 	qp->resp.cur.idx = qp->resp.cur.off = 0;
 	wc.wr_id = rw->wr_id;
 	if (40 + p->paylen > rw->length)
