@@ -600,6 +600,9 @@ int ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 		 struct ibv_send_wr **bad);
 int ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad);
+uint32_t ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
+			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
+			    int *err);
 int ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 		       const struct ibv_send_wr *wr);
 

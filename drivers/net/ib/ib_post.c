@@ -90,6 +90,62 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/* C10-96: posting to the SQ in Reset, Init or RTR is an error. */
+static int
+sq_accepts(int state)
+{
+	return state != IBV_QPS_RESET && state != IBV_QPS_INIT &&
+	       state != IBV_QPS_RTR;
+}
+
+/* Producer side: is there no slot at @prod (refreshing the copy of cons)? */
+static int
+ring_full(struct ib_queue *q, uint32_t prod)
+{
+	if (prod - q->cons_cache != q->size)
+		return 0;
+	q->cons_cache = __atomic_load_n(&q->cons, __ATOMIC_ACQUIRE);
+	return prod - q->cons_cache == q->size;
+}
+
+/*
+ * Write the receive WRs of @wr into the ring @q (an RQ or an SRQ) from
+ * slot q->prod on; returns the new producer index. The caller publishes
+ * it; on an error *bad is the WR not written and *err its errno.
+ */
+uint32_t
+ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
+		   struct ibv_recv_wr *wr, struct ibv_recv_wr **bad, int *err)
+{
+	uint32_t prod = q->prod;
+
+	*err = 0;
+	for (; wr != NULL; wr = wr->next) {
+		struct ib_recv_wqe *w;
+		uint64_t total = 0;
+		int i;
+
+		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > max_sge) {
+			*err = EINVAL;
+			break;
+		}
+		if (ring_full(q, prod)) {
+			*err = ENOMEM;
+			break;
+		}
+		w = ib_queue_slot(q, prod);
+		w->wr_id = wr->wr_id;
+		w->num_sge = wr->num_sge;
+		for (i = 0; i < wr->num_sge; i++)
+			total += ib_sge_len(&wr->sg_list[i]);
+		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
+		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+		prod++;
+	}
+	*bad = wr;
+	return prod;
+}
+
 int
 ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	     struct ibv_send_wr **bad)
@@ -100,22 +156,16 @@ ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	uint32_t prod;
 	int err = 0;
 
-	/* C10-96: posting to the SQ in Reset, Init or RTR is an error. */
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
-	    state == IBV_QPS_RTR) {
+	if (!sq_accepts(state)) {
 		*bad = wr;
 		return EINVAL;
 	}
 	rte_spinlock_lock(&qp->sq_lock);
 	prod = q->prod;
 	for (; wr != NULL; wr = wr->next) {
-		if (prod - q->cons_cache == q->size) {
-			q->cons_cache = __atomic_load_n(&q->cons,
-							__ATOMIC_ACQUIRE);
-			if (prod - q->cons_cache == q->size) {
-				err = ENOMEM;
-				break;
-			}
+		if (ring_full(q, prod)) {
+			err = ENOMEM;
+			break;
 		}
 		err = build_send_wqe(qp, wr, sq_wqe(qp, prod));
 		if (err)
@@ -156,33 +206,7 @@ ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		return EINVAL;
 	}
 	rte_spinlock_lock(&qp->rq_lock);
-	prod = q->prod;
-	for (; wr != NULL; wr = wr->next) {
-		struct ib_recv_wqe *w;
-		uint64_t total = 0;
-		int i;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_recv_sge) {
-			err = EINVAL;
-			break;
-		}
-		if (prod - q->cons_cache == q->size) {
-			q->cons_cache = __atomic_load_n(&q->cons,
-							__ATOMIC_ACQUIRE);
-			if (prod - q->cons_cache == q->size) {
-				err = ENOMEM;
-				break;
-			}
-		}
-		w = rq_wqe(qp, prod);
-		w->wr_id = wr->wr_id;
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++)
-			total += ib_sge_len(&wr->sg_list[i]);
-		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
-		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
-		prod++;
-	}
+	prod = ib_recv_wqes_write(q, qp->max_recv_sge, wr, bad, &err);
 	if (prod != q->prod) {
 		ib_queue_publish(q, prod);
 		/* Receives are consumed as packets arrive; only Error needs
@@ -192,8 +216,6 @@ ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 			ib_engine_doorbell(qp);
 	}
 	rte_spinlock_unlock(&qp->rq_lock);
-	if (err)
-		*bad = wr;
 	return err;
 }
 
@@ -209,14 +231,9 @@ ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 	struct ib_queue *q = &qp->sq;
 	int state = qp_state(qp);
 
-	/* C10-96, as in ib_post_send. */
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT ||
-	    state == IBV_QPS_RTR)
+	if (!sq_accepts(state))
 		return EINVAL;
-	if (idx - q->cons_cache >= q->size) {
-		q->cons_cache = __atomic_load_n(&q->cons, __ATOMIC_ACQUIRE);
-		if (idx - q->cons_cache >= q->size)
-			return ENOMEM;
-	}
+	if (ring_full(q, idx))
+		return ENOMEM;
 	return build_send_wqe(qp, wr, sq_wqe(qp, idx));
 }

@@ -114,43 +114,14 @@ ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 		 struct ibv_recv_wr **bad)
 {
 	struct ib_srq *srq = to_srq(ibsrq);
-	struct ib_queue *q = &srq->q;
 	uint32_t prod;
-	int err = 0;
+	int err;
 
 	rte_spinlock_lock(&srq->post_lock);
-	prod = q->prod;
-	for (; wr != NULL; wr = wr->next) {
-		struct ib_recv_wqe *w;
-		uint64_t total = 0;
-		int i;
-
-		if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
-			err = EINVAL;
-			break;
-		}
-		if (prod - q->cons_cache == q->size) {
-			q->cons_cache = __atomic_load_n(&q->cons,
-							__ATOMIC_ACQUIRE);
-			if (prod - q->cons_cache == q->size) {
-				err = ENOMEM;
-				break;
-			}
-		}
-		w = ib_queue_slot(q, prod);
-		w->wr_id = wr->wr_id;
-		w->num_sge = wr->num_sge;
-		for (i = 0; i < wr->num_sge; i++)
-			total += ib_sge_len(&wr->sg_list[i]);
-		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
-		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
-		prod++;
-	}
-	if (prod != q->prod)
-		ib_queue_publish(q, prod);
+	prod = ib_recv_wqes_write(&srq->q, srq->max_sge, wr, bad, &err);
+	if (prod != srq->q.prod)
+		ib_queue_publish(&srq->q, prod);
 	rte_spinlock_unlock(&srq->post_lock);
-	if (err)
-		*bad = wr;
 	return err;
 }
 
