@@ -134,13 +134,15 @@ struct ib_cq {
 		struct ibv_cq ibv;
 		struct ibv_cq_ex ibv_ex;	/* ibv_create_cq_ex */
 	};
+	/* Read by the engine at every completion, written rarely. */
 	struct ib_dev *dev;
-	struct ib_queue q;	/* of struct ibv_wc; engine produces */
-	rte_spinlock_t poll_lock;	/* application threads only */
-	uint32_t refcnt;		/* QPs using it */
 	uint32_t armed;			/* enum ib_cq_arm, one shot */
 	struct ib_evq *channel;		/* completion channel, or NULL */
 	struct ib_evq *async;		/* the context's async events */
+	struct ib_queue q;	/* of struct ibv_wc; engine produces */
+	/* Application threads only: kept off the engine's lines. */
+	rte_spinlock_t poll_lock __rte_cache_aligned;
+	uint32_t refcnt;		/* QPs using it */
 	uint32_t comp_events_reported;	/* handed out by ibv_get_cq_event */
 	uint32_t async_events_reported;
 	/* Extended polling (lib/verbs/cq_ex.c), under poll_lock. */
@@ -289,7 +291,6 @@ struct ib_resp {
 	uint32_t ack_psn;
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;
-	struct ib_rwqe_copy rwqe;
 	uint32_t recv_off;
 	uint8_t drop_msg;	/* UC: rest of a message with a lost packet */
 	uint8_t comm_est;	/* IBV_EVENT_COMM_EST raised */
@@ -311,6 +312,10 @@ struct ib_resp {
 	 */
 	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
 	uint32_t replay_next;
+	/* Cold and large: the receive WQE the current SEND fills, last so
+	 * that the fields above share cache lines.
+	 */
+	struct ib_rwqe_copy rwqe;
 };
 
 /*
@@ -349,8 +354,12 @@ struct ib_qp {
 	/* Post path (application threads). */
 	struct ib_queue sq;
 	struct ib_queue rq;
-	rte_spinlock_t sq_lock;
+	/* Written at every post: a line of their own, away from the state
+	 * the engine reads at every WQE.
+	 */
+	rte_spinlock_t sq_lock __rte_cache_aligned;
 	rte_spinlock_t rq_lock;
+	uint8_t post_line_end[0] __rte_cache_aligned;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
 	int sq_sig_all;
 	uint32_t db_armed;	/* queued or active on the engine */
