@@ -9,9 +9,11 @@
  * successfully and in posting order; every byte must arrive; each atomic
  * must take effect exactly once; no packet buffer may leak.
  *
- * Usage: test_faults [ROUNDS]   (the faults come from DPIB_FAULTS)
+ * Usage: test_faults [ROUNDS [two]]   (the faults come from DPIB_FAULTS;
+ *        "two": two devices joined by memif instead of the loopback one)
  */
 #include <arpa/inet.h>
+#include <unistd.h>
 
 #include "verbs_util.h"
 #include "dpib.h"
@@ -29,10 +31,20 @@ struct qp_pair {
 	uint64_t faa;			/* FETCH_ADDs posted */
 };
 
+/*
+ * The two ends: requesters on side 0, responders on side 1. One device
+ * (the loopback) or two devices joined by memif in this process ("two").
+ */
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	union ibv_gid gid;
+};
+
 static struct ibv_device **list;
-static struct ibv_context *ctx;
-static struct ibv_pd *pd;
-static struct ibv_mr *mr;
+static struct side S[2];
+static int ndev = 1;
 static uint8_t *buf;
 static size_t buflen;
 static struct qp_pair pairs[NPAIRS];
@@ -64,25 +76,83 @@ static const struct pair_opts opts = {
 	.retry_cnt = 7,
 };
 
+/* Reset -> RTS towards @dgid (always with a GRH: RoCE addresses by GID). */
+static void
+connect_grh(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid,
+	    uint32_t rq_psn, uint32_t sq_psn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = opts.qp_access };
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.rq_psn = rq_psn;
+	a.max_dest_rd_atomic = opts.max_rd_atomic;
+	a.min_rnr_timer = opts.min_rnr_timer;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
+	      "rtr");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = sq_psn;
+	a.timeout = opts.timeout;
+	a.retry_cnt = opts.retry_cnt;
+	a.rnr_retry = opts.rnr_retry;
+	a.max_rd_atomic = opts.max_rd_atomic;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0, "rts");
+}
+
+static void
+open_side(struct side *sd, struct ibv_device *dev)
+{
+	struct ibv_port_attr pa;
+	double end = check_now() + 10;
+
+	sd->ctx = ibv_open_device(dev);
+	sd->pd = sd->ctx ? ibv_alloc_pd(sd->ctx) : NULL;
+	CHECK(sd->pd != NULL, "open %s", ibv_get_device_name(dev));
+	/* A memif link comes up once both ends have met. */
+	do {
+		CHECK(ibv_query_port(sd->ctx, 1, &pa) == 0, "query_port");
+	} while (pa.state != IBV_PORT_ACTIVE && check_now() < end);
+	CHECK(pa.state == IBV_PORT_ACTIVE, "%s: port not active",
+	      ibv_get_device_name(dev));
+	CHECK(ibv_query_gid(sd->ctx, 1, 0, &sd->gid) == 0, "gid");
+	sd->mr = ibv_reg_mr(sd->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE |
+			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			    IBV_ACCESS_REMOTE_ATOMIC);
+	CHECK(sd->mr != NULL, "reg_mr");
+}
+
 static void
 setup(void)
 {
 	int p, i;
 
-	list = ibv_get_device_list(NULL);
-	CHECK(list != NULL && list[0] != NULL, "device");
-	ctx = ibv_open_device(list[0]);
-	pd = ibv_alloc_pd(ctx);
-	CHECK(ctx != NULL && pd != NULL, "open");
 	buflen = (size_t)NPAIRS * 3 * REGION + 4096;
 	buf = aligned_alloc(4096, buflen);
 	CHECK(buf != NULL, "alloc");
 	memset(buf, 0, buflen);
 	counters = (uint64_t *)(buf + (size_t)NPAIRS * 3 * REGION);
-	mr = ibv_reg_mr(pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			IBV_ACCESS_REMOTE_ATOMIC);
-	CHECK(mr != NULL, "reg_mr");
+	list = ibv_get_device_list(NULL);
+	CHECK(list != NULL && list[0] != NULL, "device");
+	CHECK(ndev == 1 || list[1] != NULL, "two devices configured");
+	open_side(&S[0], list[0]);
+	if (ndev == 2)
+		open_side(&S[1], list[1]);
+	else
+		S[1] = S[0];
 	for (p = 0; p < NPAIRS; p++) {
 		for (i = 0; i < 2; i++) {
 			struct ibv_qp_init_attr ia = {
@@ -93,17 +163,17 @@ setup(void)
 				.sq_sig_all = 1,
 			};
 
-			pairs[p].cq[i] = ibv_create_cq(ctx, 4 * DEPTH, NULL,
-						       NULL, 0);
+			pairs[p].cq[i] = ibv_create_cq(S[i].ctx, 4 * DEPTH,
+						       NULL, NULL, 0);
 			CHECK(pairs[p].cq[i] != NULL, "cq");
 			ia.send_cq = ia.recv_cq = pairs[p].cq[i];
-			pairs[p].qp[i] = ibv_create_qp(pd, &ia);
+			pairs[p].qp[i] = ibv_create_qp(S[i].pd, &ia);
 			CHECK(pairs[p].qp[i] != NULL, "qp");
 		}
-		qp_connect(pairs[p].qp[0], pairs[p].qp[1]->qp_num, &opts,
-			   IBV_MTU_1024, 1000 * p, 7000 * p);
-		qp_connect(pairs[p].qp[1], pairs[p].qp[0]->qp_num, &opts,
-			   IBV_MTU_1024, 7000 * p, 1000 * p);
+		connect_grh(pairs[p].qp[0], pairs[p].qp[1]->qp_num, &S[1].gid,
+			    1000 * p, 7000 * p);
+		connect_grh(pairs[p].qp[1], pairs[p].qp[0]->qp_num, &S[0].gid,
+			    7000 * p, 1000 * p);
 	}
 }
 
@@ -146,7 +216,7 @@ post_recv(int p)
 	struct qp_pair *q = &pairs[p];
 	uint32_t slot = q->recvs_posted % SLOTS;
 	struct ibv_sge sge = { (uintptr_t)rbuf(p) + slot * SLOT, SLOT,
-			       mr->lkey };
+			       S[1].mr->lkey };
 	struct ibv_recv_wr wr = { .wr_id = q->recvs_posted, .sg_list = &sge,
 				  .num_sge = 1 }, *bad;
 
@@ -160,7 +230,8 @@ post_one(int p)
 	struct qp_pair *q = &pairs[p];
 	uint64_t n = q->posted;
 	uint32_t slot = n % SLOTS, len = size_of(n);
-	struct ibv_sge sge = { (uintptr_t)src(p) + slot * SLOT, len, mr->lkey };
+	struct ibv_sge sge = { (uintptr_t)src(p) + slot * SLOT, len,
+			       S[0].mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = n, .sg_list = &sge, .num_sge = 1,
 				  .opcode = kind(n) }, *bad;
 
@@ -171,12 +242,12 @@ post_one(int p)
 		fill_pattern(dst(p) + slot * SLOT, len, (uint32_t)(n ^ 0x55));
 		sge.addr = (uintptr_t)src(p) + slot * SLOT;
 		wr.wr.rdma.remote_addr = (uintptr_t)dst(p) + slot * SLOT;
-		wr.wr.rdma.rkey = mr->rkey;
+		wr.wr.rdma.rkey = S[1].mr->rkey;
 		break;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		sge.length = 8;
 		wr.wr.atomic.remote_addr = (uintptr_t)&counters[p];
-		wr.wr.atomic.rkey = mr->rkey;
+		wr.wr.atomic.rkey = S[1].mr->rkey;
 		wr.wr.atomic.compare_add = 1;
 		q->faa++;
 		break;
@@ -184,7 +255,7 @@ post_one(int p)
 		break;
 	default:
 		wr.wr.rdma.remote_addr = (uintptr_t)dst(p) + slot * SLOT;
-		wr.wr.rdma.rkey = mr->rkey;
+		wr.wr.rdma.rkey = S[1].mr->rkey;
 	}
 	CHECK(ibv_post_send(q->qp[0], &wr, &bad) == 0, "post %lu",
 	      (unsigned long)n);
@@ -295,6 +366,13 @@ mixed_stream_survives_faults(uint64_t rounds)
 	}
 }
 
+static int
+mbufs_in_use(void)
+{
+	return dpib_mbufs_in_use(S[0].ctx) +
+	       (ndev == 2 ? dpib_mbufs_in_use(S[1].ctx) : 0);
+}
+
 static void
 no_mbuf_leak(int base)
 {
@@ -306,7 +384,7 @@ no_mbuf_leak(int base)
 		struct ibv_wc wc;
 
 		ibv_poll_cq(pairs[0].cq[0], 1, &wc);
-		now = dpib_mbufs_in_use(ctx);
+		now = mbufs_in_use();
 	} while (now > base && check_now() < end);
 	CHECK(now <= base, "%d packet buffers in use, %d before", now, base);
 }
@@ -315,8 +393,13 @@ static void
 print_counters(void)
 {
 	const char *const *names;
-	uint64_t v[64];
-	int n = dpib_counters(ctx, &names, v, 64), i;
+	uint64_t v[64], w[64] = { 0 };
+	int n = dpib_counters(S[0].ctx, &names, v, 64), i;
+
+	if (ndev == 2)
+		dpib_counters(S[1].ctx, NULL, w, 64);
+	for (i = 0; i < n && i < 64; i++)
+		v[i] += w[i];
 
 	for (i = 0; i < n && i < 64; i++)
 		if (v[i] && (strncmp(names[i], "fault", 5) == 0 ||
@@ -326,17 +409,55 @@ print_counters(void)
 			printf("  %s %lu\n", names[i], (unsigned long)v[i]);
 }
 
+static char conf_path[64], sock_path[64];
+
+static void
+remove_files(void)
+{
+	unlink(conf_path);
+	unlink(sock_path);
+}
+
+/*
+ * Two devices in this process joined by a memif link (server and client),
+ * the faults applied on both: requests cross the link one way, responses
+ * the other (DESIGN.md, two hosts on one machine).
+ */
+static void
+two_devices(void)
+{
+	FILE *f;
+
+	snprintf(conf_path, sizeof(conf_path), "/tmp/dpib-faults-%d.conf",
+		 getpid());
+	snprintf(sock_path, sizeof(sock_path), "/tmp/dpib-faults-%d.sock",
+		 getpid());
+	f = fopen(conf_path, "w");
+	CHECK(f != NULL, "config file");
+	fprintf(f, "[device dpib0]\nport = net_memif0,role=server,socket=%s,"
+		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n"
+		"[device dpib1]\nport = net_memif1,role=client,socket=%s,"
+		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n",
+		sock_path, sock_path);
+	fclose(f);
+	atexit(remove_files);
+	setenv("DPIB_CONF", conf_path, 1);
+	ndev = 2;
+}
+
 int
 main(int argc, char **argv)
 {
 	uint64_t rounds = argc > 1 ? strtoull(argv[1], NULL, 0) : 2000;
 	int base;
 
+	if (argc > 2 && strcmp(argv[2], "two") == 0)
+		two_devices();
 	setup();
-	base = dpib_mbufs_in_use(ctx);
-	printf("faults: %s, %d QP pairs x %lu WRs\n",
+	base = mbufs_in_use();
+	printf("faults: %s, %d device(s), %d QP pairs x %lu WRs\n",
 	       getenv("DPIB_FAULTS") ? getenv("DPIB_FAULTS") : "(none)",
-	       NPAIRS, (unsigned long)rounds);
+	       ndev, NPAIRS, (unsigned long)rounds);
 	check_current = "mixed_stream_survives_faults";
 	mixed_stream_survives_faults(rounds);
 	check_passed++;
