@@ -369,21 +369,6 @@ ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op,
 	       op == IBV_WR_RDMA_READ;
 }
 
-/* Not built yet (docs/status.md): answered honestly. */
-int
-ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
-	     size_t length, int access)
-{
-	(void)mr;
-	(void)flags;
-	(void)pd;
-	(void)addr;
-	(void)length;
-	(void)access;
-	errno = EOPNOTSUPP;
-	return IBV_REREG_MR_ERR_INPUT;	/* the old MR stays valid */
-}
-
 struct ibv_mr *
 ibv_reg_dmabuf_mr(struct ibv_pd *pd, uint64_t offset, size_t length,
 		  uint64_t iova, int fd, int access)

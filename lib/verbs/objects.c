@@ -83,6 +83,27 @@ ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	return ibv_reg_mr_iova2(pd, addr, length, iova, access);
 }
 
+/* ibv_rereg_mr(3): 0, or IBV_REREG_MR_ERR_INPUT with errno (MR unchanged). */
+int
+ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+	     size_t length, int access)
+{
+	struct ib_pd *old = to_pd(ibmr->pd);
+	int err;
+
+	err = ib_mr_rereg(ctx_hw(ibmr->context), to_mr(ibmr), flags,
+			  pd != NULL ? to_pd(pd) : NULL, addr, length, access);
+	if (err) {
+		errno = err;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	if (flags & IBV_REREG_MR_CHANGE_PD) {
+		ref_get(&to_pd(pd)->refcnt);
+		ref_put(&old->refcnt);
+	}
+	return 0;
+}
+
 int
 ibv_dereg_mr(struct ibv_mr *ibmr)
 {

@@ -246,6 +246,12 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 		return;
 	}
 	qp->comp.read_off += paylen;
+	/* Forward progress (IBA 9.7.6.1.3): the retry count and the local
+	 * ACK timer start over.
+	 */
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	if (qp->timeout_tsc)
+		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 	if (!(info->mask & IB_M_LAST))
 		return;
 	if (qp->comp.read_off != w->length) {

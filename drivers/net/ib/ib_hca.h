@@ -543,6 +543,8 @@ enum ibv_mtu ib_mtu_from_eth(uint32_t eth_mtu);
 int ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	      uint64_t iova, unsigned int access, struct ib_mr **out);
 int ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr);
+int ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags,
+		struct ib_pd *pd, void *addr, size_t len, unsigned int access);
 struct ib_mr *ib_mr_lookup(struct ib_dev *dev, uint32_t key);
 int ib_mr_check(struct ib_mr *mr, struct ibv_pd *pd, uint64_t va,
 		uint64_t len, unsigned int access);

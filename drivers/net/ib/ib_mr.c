@@ -20,6 +20,21 @@
 	IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
+/* Registration rules for access flags (IBA 10.6.3.1 and verbs). */
+static int
+access_ok(unsigned int access)
+{
+	if (access & ~MR_VALID_ACCESS)
+		return EINVAL;
+	/* Remote write or atomic needs local write. */
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(access & IBV_ACCESS_LOCAL_WRITE))
+		return EINVAL;
+	if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND))
+		return EOPNOTSUPP;
+	return 0;
+}
+
 int
 ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	  uint64_t iova, unsigned int access, struct ib_mr **out)
@@ -27,14 +42,10 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	struct ib_mr *mr;
 	uint32_t i, idx;
 
-	if (access & ~MR_VALID_ACCESS)
-		return EINVAL;
-	/* IBA 10.6.3.1: remote write or atomic needs local write. */
-	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
-	    !(access & IBV_ACCESS_LOCAL_WRITE))
-		return EINVAL;
-	if (access & (IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND))
-		return EOPNOTSUPP;
+	int err = access_ok(access);
+
+	if (err)
+		return err;
 	if (len > UINT64_MAX - iova || (addr == NULL && len != 0))
 		return EINVAL;
 
@@ -177,4 +188,70 @@ ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 			cur->off = 0;
 		}
 	}
+}
+
+struct mr_rereg {
+	struct ib_mr *mr;
+	int flags;
+	struct ib_pd *pd;
+	uint8_t *addr;
+	uint64_t length;
+	unsigned int access;
+};
+
+/* Engine: the new attributes apply from the next packet on. */
+static void
+mr_rereg_apply(void *arg)
+{
+	struct mr_rereg *r = arg;
+	struct ib_mr *mr = r->mr;
+
+	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		mr->addr = r->addr;
+		mr->iova = (uintptr_t)r->addr;
+		mr->length = r->length;
+	}
+	if (r->flags & IBV_REREG_MR_CHANGE_PD)
+		mr->ibv.pd = &r->pd->ibv;
+	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS)
+		mr->access = r->access;
+}
+
+/*
+ * ibv_rereg_mr(3): change translation, PD and/or access of @mr in place,
+ * keys unchanged. Returns 0 or a positive errno (the MR is unchanged).
+ */
+int
+ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
+	    void *addr, size_t len, unsigned int access)
+{
+	const int known = IBV_REREG_MR_CHANGE_TRANSLATION |
+			  IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
+	struct mr_rereg r = { .mr = mr, .flags = flags, .pd = pd,
+			      .addr = addr, .length = len, .access = access };
+	void *old_addr = mr->addr;
+	uint64_t old_len = mr->length;
+	int err;
+
+	if (flags == 0 || (flags & ~known))
+		return EINVAL;
+	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd == NULL)
+		return EINVAL;
+	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	    (addr == NULL || len == 0))
+		return EINVAL;
+	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (err = access_ok(access)))
+		return err;
+	err = ib_engine_exec(dev, mr_rereg_apply, &r);
+	if (err)
+		return err;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		if (len != 0)
+			(void)mlock(addr, len);
+		if (old_len != 0)
+			(void)munlock(old_addr, old_len);
+		mr->ibv.addr = addr;
+		mr->ibv.length = len;
+	}
+	return 0;
 }
