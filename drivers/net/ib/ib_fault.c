@@ -30,7 +30,8 @@ static const char *const fault_keys[] = {
 
 struct held {
 	struct rte_mbuf *m;
-	uint64_t until;		/* TSC; reordered frames: 0 = after the next */
+	uint64_t until;		/* TSC: due then at the latest */
+	uint8_t reorder;	/* also due as soon as a later frame leaves */
 };
 
 struct ib_fault {
@@ -152,7 +153,7 @@ rates_for(struct ib_fault *f, struct rte_mbuf *m)
 }
 
 static void
-hold(struct ib_dev *dev, struct rte_mbuf *m, uint64_t until)
+hold(struct ib_dev *dev, struct rte_mbuf *m, uint64_t until, int reorder)
 {
 	struct ib_fault *f = dev->fault;
 
@@ -163,6 +164,7 @@ hold(struct ib_dev *dev, struct rte_mbuf *m, uint64_t until)
 	}
 	f->hold[f->nhold].m = m;
 	f->hold[f->nhold].until = until;
+	f->hold[f->nhold].reorder = reorder;
 	f->nhold++;
 }
 
@@ -177,7 +179,7 @@ release(struct ib_dev *dev, struct rte_mbuf **out, uint32_t room, int any_sent)
 	while (i < f->nhold && n < room) {
 		struct held *h = &f->hold[i];
 
-		if ((h->until == 0 && any_sent) || (h->until && now >= h->until)) {
+		if ((h->reorder && any_sent) || now >= h->until) {
 			out[n++] = h->m;
 			*h = f->hold[--f->nhold];
 		} else {
@@ -230,13 +232,16 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 			}
 		}
 		if (rnd(f) < r->reorder) {
-			hold(dev, m, 0);
+			/* Behind the next frame; on a link gone quiet, after
+			 * a millisecond (else the last frame never leaves).
+			 */
+			hold(dev, m, rte_rdtsc() + rte_get_tsc_hz() / 1000, 1);
 			ib_count(dev, IB_CNT_FAULT_REORDER);
 			continue;
 		}
 		if (rnd(f) < r->delay) {
 			hold(dev, m, rte_rdtsc() + rte_get_tsc_hz() / 1000000 *
-			     r->delay_us);
+			     r->delay_us, 0);
 			ib_count(dev, IB_CNT_FAULT_DELAY);
 			continue;
 		}

@@ -270,6 +270,7 @@ struct ib_read_job {
 	uint32_t offset;	/* bytes already sent */
 	uint32_t psn;		/* of the next response packet */
 	uint8_t atomic;		/* an ATOMIC ACKNOWLEDGE carrying orig */
+	uint8_t again;		/* answers a duplicate: may be dropped */
 	uint64_t orig;
 };
 

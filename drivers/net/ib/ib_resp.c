@@ -180,9 +180,17 @@ check_resource(struct ib_qp *qp, struct resp_pkt *p)
 		}
 	}
 	if (p->mask & (IB_M_READ | IB_M_ATOMIC)) {
-		if (qp->resp.rd_head - qp->resp.rd_tail >=
-		    RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic,
-			    (uint32_t)IB_MAX_READ_JOBS))
+		struct ib_resp *r = &qp->resp;
+		uint32_t max = RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic,
+				       (uint32_t)IB_MAX_READ_JOBS);
+
+		/* Answers to duplicates are oldest (lowest PSNs) and not
+		 * owed: a new request takes their place first.
+		 */
+		while (r->rd_head - r->rd_tail >= max &&
+		       r->rd[r->rd_tail % IB_MAX_READ_JOBS].again)
+			r->rd_tail++;
+		if (r->rd_head - r->rd_tail >= max)
 			return RESP_ERR_INVALID_REQ;	/* 9.4.4: no resources */
 	}
 	return RESP_CHECK_RKEY;
@@ -389,13 +397,22 @@ resp_fatal(struct ib_qp *qp, struct resp_pkt *p, uint8_t syndrome)
 
 /*
  * A duplicate READ or atomic at PSN P means the requester went back to P
- * and sends everything after it again (go-back-N): responses still queued
- * are not wanted any more, P's is.
+ * and sends everything after it again (go-back-N): the queued responses
+ * from P on will be asked for again and are dropped; those before P are
+ * still owed. The queue holds ascending PSNs, so it is cut from the end.
+ * (Dropping them all lost the answer to an earlier duplicate READ of the
+ * same resent burst, every time: the requester ran out of retries.)
  */
 static void
-jobs_restart(struct ib_qp *qp)
+jobs_restart(struct ib_qp *qp, uint32_t psn)
 {
-	qp->resp.rd_tail = qp->resp.rd_head;
+	struct ib_resp *r = &qp->resp;
+
+	while (r->rd_head != r->rd_tail &&
+	       psn_diff(r->rd[(r->rd_head - 1) % IB_MAX_READ_JOBS].psn, psn) >= 0)
+		r->rd_head--;
+	if (r->rd_head - r->rd_tail >= IB_MAX_READ_JOBS)
+		r->rd_tail++;		/* the oldest: asked for again later */
 }
 
 /* A duplicate (C9-104): re-ACK it; a READ is answered again. */
@@ -411,8 +428,9 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 					       reth_len(r),
 					       IBV_ACCESS_REMOTE_READ) != 0)
 			return;
-		jobs_restart(qp);
+		jobs_restart(qp, p->psn);
 		j = job_push(qp, p->psn);
+		j->again = 1;
 		j->va = reth_va(r);
 		j->rkey = reth_rkey(r);
 		j->length = reth_len(r);
@@ -432,8 +450,9 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 				r = &qp->resp.replay[i];
 		if (r == NULL)
 			return;
-		jobs_restart(qp);
+		jobs_restart(qp, p->psn);
 		j = job_push(qp, p->psn);
+		j->again = 1;
 		j->atomic = 1;
 		j->orig = r->orig;
 		return;
