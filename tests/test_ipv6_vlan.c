@@ -346,15 +346,7 @@ ud_ipv4(void)
 static uint64_t
 counter(const char *name)
 {
-	const char *const *names;
-	uint64_t v[128];
-	int n = dpib_counters(p.ctx, &names, v, 128), i;
-
-	for (i = 0; i < n && i < 128; i++)
-		if (strcmp(names[i], name) == 0)
-			return v[i];
-	CHECK(0, "no counter %s", name);
-	return 0;
+	return dev_counter(p.ctx, name);
 }
 
 /* Frames of another VLAN, or untagged, are not ours: dropped, counted. */

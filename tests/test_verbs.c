@@ -1147,15 +1147,7 @@ rereg_mr_rules(void)
 static uint64_t
 counter(const char *name)
 {
-	const char *const *names;
-	uint64_t v[64];
-	int n = dpib_counters(ctx, &names, v, 64), i;
-
-	for (i = 0; i < n && i < 64; i++)
-		if (strcmp(names[i], name) == 0)
-			return v[i];
-	CHECK(0, "no counter %s", name);
-	return 0;
+	return dev_counter(ctx, name);
 }
 
 /*

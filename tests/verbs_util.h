@@ -8,9 +8,11 @@
 
 #include <errno.h>
 #include <stdint.h>
+#include <string.h>
 #include <infiniband/verbs.h>
 
 #include "check.h"
+#include "dpib.h"
 
 #define DIM(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -221,6 +223,21 @@ fill_pattern(uint8_t *b, size_t len, uint32_t seed)
 
 	for (i = 0; i < len; i++)
 		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) ^ (seed >> 3));
+}
+
+/* The device counter called @name (dpib_counters()); a missing one fails. */
+static inline uint64_t
+dev_counter(struct ibv_context *ctx, const char *name)
+{
+	const char *const *names;
+	uint64_t v[128];
+	int n = dpib_counters(ctx, &names, v, 128), i;
+
+	for (i = 0; i < n && i < 128; i++)
+		if (strcmp(names[i], name) == 0)
+			return v[i];
+	CHECK(0, "no counter %s", name);
+	return 0;
 }
 
 #endif /* DPIB_VERBS_UTIL_H */
