@@ -55,6 +55,16 @@ static const struct flag_name dev_flags[] = {
 	DEV_FLAG(RAW_IP_CSUM), DEV_FLAG(MANAGED_FLOW_STEERING),
 };
 
+/*
+ * device_cap_flags_ex bits past the classic 32: rdma-core 44's headers do
+ * not name them yet; the values are those of Linux 6.2's ib_user_verbs.h.
+ */
+static const struct flag_name dev_flags_ex[] = {
+	{ 1ULL << 38, "FLUSH_GLOBAL" },
+	{ 1ULL << 39, "FLUSH_PERSISTENT" },
+	{ 1ULL << 40, "ATOMIC_WRITE" },
+};
+
 static const struct flag_name port_flags[] = {
 	PORT_FLAG(SM), PORT_FLAG(NOTICE_SUP), PORT_FLAG(TRAP_SUP),
 	PORT_FLAG(OPT_IPD_SUP), PORT_FLAG(AUTO_MIGR_SUP),
@@ -337,6 +347,28 @@ print_dev_other(const struct ibv_device_attr *a)
 	DEV_INT(a, local_ca_ack_delay);
 }
 
+/* What ibv_query_device_ex adds: the completion clock and 64-bit caps. */
+static void
+print_dev_ex(struct ibv_context *ctx)
+{
+	struct ibv_device_attr_ex x;
+	int rc = ibv_query_device_ex(ctx, NULL, &x);
+
+	if (rc != 0) {
+		field(DEV_LEVEL, "device_attr_ex", "unavailable (%s)",
+		      strerror(rc));
+		return;
+	}
+	field(DEV_LEVEL, "completion_timestamp_mask", "0x%016" PRIx64,
+	      x.completion_timestamp_mask);
+	field(DEV_LEVEL, "hca_core_clock", "%" PRIu64 "kHZ", x.hca_core_clock);
+	field(DEV_LEVEL, "device_cap_flags_ex", "0x%" PRIX64,
+	      x.device_cap_flags_ex);
+	print_flags(DEV_LEVEL, x.device_cap_flags_ex &
+		    ~(uint64_t)x.orig_attr.device_cap_flags, dev_flags_ex,
+		    DIM(dev_flags_ex));
+}
+
 static void
 print_port_basic(const struct ibv_port_attr *p)
 {
@@ -471,6 +503,7 @@ print_context(struct ibv_context *ctx, const struct opts *o)
 	if (o->verbose) {
 		print_dev_limits(&a);
 		print_dev_other(&a);
+		print_dev_ex(ctx);
 	}
 	for (port = 1; port <= a.phys_port_cnt; port++)
 		if (o->port == 0 || o->port == port)

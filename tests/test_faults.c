@@ -4,10 +4,12 @@
 /*
  * The RC transport over a lossy link (IBA ch. 9 reliability): the loopback
  * device with DPIB_FAULTS set (drop, duplicate, reorder, delay, corrupt at
- * a seeded rate) carries a mixed stream of SEND, RDMA WRITE, RDMA READ and
- * FETCH_ADD over several QP pairs. Every WR must complete exactly once,
- * successfully and in posting order; every byte must arrive; each atomic
- * must take effect exactly once; no packet buffer may leak.
+ * a seeded rate) carries a mixed stream of SEND, RDMA WRITE, RDMA READ,
+ * FETCH_ADD and ATOMIC WRITE over several QP pairs. Every WR must complete
+ * exactly once, successfully and in posting order; every byte must arrive;
+ * each atomic must take effect exactly once: the FETCH_ADDs and ATOMIC
+ * WRITEs of a pair share one counter, so a duplicate executed again shows
+ * in the value every later FETCH_ADD returns; no packet buffer may leak.
  *
  * Usage: test_faults [ROUNDS [two]]   (the faults come from DPIB_FAULTS;
  *        "two": two devices joined by memif instead of the loopback one)
@@ -29,6 +31,8 @@ struct qp_pair {
 	struct ibv_cq *cq[2];
 	uint64_t posted, done, recvs_posted, recvs_done;
 	uint64_t faa;			/* FETCH_ADDs posted */
+	uint64_t counter;		/* what the counter holds once all ran */
+	uint64_t orig[SLOTS];		/* what each FETCH_ADD must return */
 };
 
 /*
@@ -177,6 +181,8 @@ setup(void)
 	}
 }
 
+#define KINDS		9	/* kind() repeats every KINDS WRs */
+
 /* WR number n of a pair: its kind and size follow from n. */
 static enum ibv_wr_opcode
 kind(uint64_t n)
@@ -184,24 +190,25 @@ kind(uint64_t n)
 	static const enum ibv_wr_opcode k[] = {
 		IBV_WR_RDMA_WRITE, IBV_WR_SEND, IBV_WR_RDMA_READ,
 		IBV_WR_RDMA_WRITE, IBV_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_SEND,
-		IBV_WR_RDMA_READ,
+		IBV_WR_RDMA_READ, IBV_WR_ATOMIC_WRITE,
+		IBV_WR_ATOMIC_FETCH_AND_ADD,
 	};
 
-	return k[n % DIM(k)];
+	return k[n % KINDS];
 }
 
-/* The WR number of the k-th SEND of the stream (kind() repeats every 7). */
+/* The WR number of the k-th SEND of the stream (kind() repeats). */
 static uint64_t
 send_number(uint64_t k)
 {
-	static uint32_t pos[7], per;
+	static uint32_t pos[KINDS], per;
 	uint32_t i;
 
 	if (per == 0)
-		for (i = 0; i < 7; i++)
+		for (i = 0; i < KINDS; i++)
 			if (kind(i) == IBV_WR_SEND)
 				pos[per++] = i;
-	return k / per * 7 + pos[k % per];
+	return k / per * KINDS + pos[k % per];
 }
 
 static uint32_t
@@ -250,6 +257,15 @@ post_one(int p)
 		wr.wr.atomic.rkey = S[1].mr->rkey;
 		wr.wr.atomic.compare_add = 1;
 		q->faa++;
+		q->orig[slot] = q->counter++;
+		break;
+	case IBV_WR_ATOMIC_WRITE:
+		/* A value no FETCH_ADD count reaches, new for every n. */
+		q->counter = (n + 1) << 32;
+		memcpy(src(p) + slot * SLOT, &q->counter, 8);
+		sge.length = 8;
+		wr.wr.rdma.remote_addr = (uintptr_t)&counters[p];
+		wr.wr.rdma.rkey = S[1].mr->rkey;
 		break;
 	case IBV_WR_SEND:
 		break;
@@ -280,6 +296,21 @@ verify(int p, uint64_t n, const struct ibv_wc *wc)
 		CHECK(!memcmp(want, exp, len), "pair %d READ %lu: data", p,
 		      (unsigned long)n);
 		CHECK(wc->byte_len == len, "READ byte_len");
+		break;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD: {
+		uint64_t got;
+
+		memcpy(&got, want, 8);
+		CHECK(got == pairs[p].orig[slot], "pair %d FETCH_ADD %lu "
+		      "returned %#lx, want %#lx (an atomic ran twice?)", p,
+		      (unsigned long)n, (unsigned long)got,
+		      (unsigned long)pairs[p].orig[slot]);
+		CHECK(wc->opcode == IBV_WC_FETCH_ADD, "opcode %d", wc->opcode);
+		break;
+	}
+	case IBV_WR_ATOMIC_WRITE:
+		CHECK(wc->opcode == IBV_WC_ATOMIC_WRITE, "opcode %d",
+		      wc->opcode);
 		break;
 	default:
 		break;
@@ -360,9 +391,10 @@ mixed_stream_survives_faults(uint64_t rounds)
 		      "for 30 s");
 	}
 	for (p = 0; p < NPAIRS; p++) {
-		CHECK(counters[p] == pairs[p].faa, "pair %d: counter %lu after "
-		      "%lu FETCH_ADDs (not exactly once)", p,
-		      (unsigned long)counters[p], (unsigned long)pairs[p].faa);
+		CHECK(counters[p] == pairs[p].counter, "pair %d: counter %#lx "
+		      "after %lu FETCH_ADDs, want %#lx (not exactly once)", p,
+		      (unsigned long)counters[p], (unsigned long)pairs[p].faa,
+		      (unsigned long)pairs[p].counter);
 	}
 }
 

@@ -404,7 +404,8 @@ opcode_table_parses_vectors(void)
 /*
  * Header sizes of IBA table 38 (BTH plus extension headers, payload
  * excluded), written out by hand rather than derived from the masks, and
- * the RoCEv2 CNP of A17.9.3 (BTH plus 16 reserved bytes).
+ * the RoCEv2 CNP of A17.9.3 (BTH plus 16 reserved bytes), and IBA 1.5's
+ * RC ATOMIC WRITE (BTH + RETH, 8 payload bytes).
  */
 static const uint8_t iba_length[256] = {
 	[IB_RC_SEND_FIRST] = 12, [IB_RC_SEND_MIDDLE] = 12,
@@ -418,7 +419,7 @@ static const uint8_t iba_length[256] = {
 	[IB_RC_READ_RESPONSE_ONLY] = 16, [IB_RC_ACKNOWLEDGE] = 16,
 	[IB_RC_ATOMIC_ACKNOWLEDGE] = 24, [IB_RC_COMPARE_SWAP] = 40,
 	[IB_RC_FETCH_ADD] = 40, [IB_RC_SEND_LAST_INV] = 16,
-	[IB_RC_SEND_ONLY_INV] = 16,
+	[IB_RC_SEND_ONLY_INV] = 16, [0x1d] = 28,
 	[IB_UC_SEND_FIRST] = 12, [IB_UC_SEND_MIDDLE] = 12,
 	[IB_UC_SEND_LAST] = 12, [IB_UC_SEND_LAST_IMM] = 16,
 	[IB_UC_SEND_ONLY] = 12, [IB_UC_SEND_ONLY_IMM] = 16,
@@ -547,6 +548,11 @@ opcode_table_offsets(void)
 	check_layout(IB_RC_SEND_ONLY_INV, 12 + 4, ieth, at12);
 	check_layout(IB_RC_SEND_LAST_IMM, 12 + 4, imm, at12);
 	check_layout(IB_RC_ACKNOWLEDGE, 12 + 4, aeth, at12);
+	check_layout(0x1d, 12 + 16, reth, at12);	/* ATOMIC WRITE */
+	CHECK((ib_opcode[0x1d].mask & IB_M_PAYLOAD) &&
+	      (ib_opcode[0x1d].mask & IB_M_REQ) &&
+	      !(ib_opcode[0x1d].mask & (IB_M_WRITE | IB_M_COMP)),
+	      "ATOMIC WRITE: a request with payload, not an RDMA WRITE");
 
 	CHECK(!(ib_opcode[IB_RC_READ_RESPONSE_MIDDLE].mask & IB_M_AETH),
 	      "READ RESPONSE MIDDLE carries no AETH (IBA 9.2)");
@@ -568,7 +574,7 @@ opcode_table_offsets(void)
 		check_opcode_rules(op);
 		defined++;
 	}
-	CHECK(defined == 38, "%u opcodes defined, want 38", defined);
+	CHECK(defined == 39, "%u opcodes defined, want 39", defined);
 }
 
 /* ibv_post_send(3), table 1: operations per transport service. */
@@ -584,10 +590,14 @@ wr_opcode_table(void)
 			1u << IBV_WR_RDMA_WRITE_WITH_IMM |
 			1u << IBV_WR_RDMA_READ |
 			1u << IBV_WR_ATOMIC_CMP_AND_SWP |
-			1u << IBV_WR_ATOMIC_FETCH_AND_ADD },
+			1u << IBV_WR_ATOMIC_FETCH_AND_ADD |
+			1u << IBV_WR_LOCAL_INV | 1u << IBV_WR_BIND_MW |
+			1u << IBV_WR_SEND_WITH_INV | 1u << IBV_WR_ATOMIC_WRITE },
+		/* No UC opcode carries an IETH: SEND_WITH_INV is RC only. */
 		{ IBV_QPT_UC, 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |
 			1u << IBV_WR_RDMA_WRITE |
-			1u << IBV_WR_RDMA_WRITE_WITH_IMM },
+			1u << IBV_WR_RDMA_WRITE_WITH_IMM |
+			1u << IBV_WR_LOCAL_INV | 1u << IBV_WR_BIND_MW },
 		{ IBV_QPT_UD, 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM },
 		/* Service types this device does not implement. */
 		{ 0, 0 }, { 1, 0 }, { IBV_QPT_RAW_PACKET, 0 },

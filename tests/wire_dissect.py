@@ -18,20 +18,44 @@ capture holds both directions of all their traffic. Then:
   UDP source port in 0xC000-0xFFFF, P_Key 0xFFFF, TVer 0, no MigReq.
 - per request stream the PSNs are consecutive (a READ takes one PSN per
   response packet) except for go-back-N after an RNR NAK or a PSN sequence
-  error NAK with that PSN; FIRST and MIDDLE packets carry exactly the path
-  MTU, LAST and ONLY at most that; every READ and atomic is answered.
+  error NAK with that PSN, and except where a connection starts again after
+  a fatal NAK; FIRST and MIDDLE packets carry exactly the path MTU, LAST and
+  ONLY at most that; every READ and atomic is answered.
+- responses are tied to the request stream they answer (learnt from their
+  PSNs) and leave it in PSN order; after a NAK invalid request or remote
+  access error the requester sends nothing more until a new connection
+  (runs that ask for it: test_mw).
+- ATOMIC WRITE (IBA 1.5, opcode 0x1D): RETH DMA length 8, exactly 8 payload
+  bytes, answered by an ACKNOWLEDGE (never an ATOMIC ACKNOWLEDGE), by a NAK
+  invalid request when misaligned or not 8 bytes long, else by nothing but
+  an ACK or a NAK remote access error.
+- SEND with Invalidate: tshark's IETH (infiniband.ieth) equals the raw
+  bytes; a key that was never a RETH rkey on that connection must get NAK
+  invalid request (test_mw: an accepted one names the key of the last RDMA
+  done there); once a SEND with Invalidate of a key is ACKed, RDMA with that
+  key gets NAK remote access error and naming it again NAK invalid request.
+
+Debian 12's tshark (Wireshark 4.0) predates IBA 1.5: it shows opcode 0x1D
+as "Unknown (29)" followed by an unknown header sequence, with no RETH and
+no data. For those frames only, the BTH still comes from tshark, the RETH
+and the 8 payload bytes are decoded here from the raw frame (struct), and
+expert notes about the unknown opcode are not held against them; the ICRC
+is recomputed by scapy as for every frame. A tshark that knows 0x1D must
+agree with the raw decode.
 
 Payload heuristics (RPC-over-RDMA, SMB Direct, iSER ...) are switched off:
 they guess upper protocols from test patterns. A second pass with tshark's
 defaults only accepts the one mark those heuristics are known to leave:
-RPC-over-RDMA throwing on an RC SEND ONLY shorter than 8 bytes (rxe's
-zero-length SEND ONLY in the vectors gets the same mark).
+RPC-over-RDMA throwing on an RC SEND ONLY (with or without Invalidate)
+shorter than its 16-byte minimum header (rxe's zero-length SEND ONLY in the
+vectors gets the same mark).
 
 usage: wire_dissect.py BUILD_TESTS_DIR SOURCE_TESTS_DIR
 """
 import collections
 import os
 import shutil
+import struct
 import subprocess
 import sys
 import tempfile
@@ -77,7 +101,12 @@ OPS = {
     0x14: ("FETCH ADD", "req", None, ("atomiceth",), False),
     0x16: ("SEND LAST INV", "req", "last", ("ieth",), True),
     0x17: ("SEND ONLY INV", "req", "only", ("ieth",), True),
+    0x1d: ("ATOMIC WRITE", "req", None, ("reth",), True),
 }
+ATOMIC_WRITE = 0x1d
+SEND_INV = (0x16, 0x17)
+FATAL_NAKS = ("NAK invalid request", "NAK remote access error",
+              "NAK remote operational error")
 TRANSPORTS = {0x00: ("RC", set(OPS)),
               0x20: ("UC", set(range(0x00, 0x0c))),
               0x60: ("UD", {0x04, 0x05})}
@@ -118,7 +147,8 @@ FIELDS = [
     ("infiniband.atomiceth.swapdt", "swap"),
     ("infiniband.atomiceth.cmpdt", "cmp"),
     ("infiniband.atomicacketh.origremdt", "orig"),
-    ("infiniband.immdt", "imm"), ("data.len", "data_len"),
+    ("infiniband.immdt", "imm"), ("infiniband.ieth", "ieth"),
+    ("data.len", "data_len"),
     ("_ws.malformed", "malformed"), ("_ws.expert.severity", "severity"),
     ("_ws.expert.message", "expert"),
 ]
@@ -165,6 +195,8 @@ def tshark(path, strict):
                 rec[key] = int(allv[0], 0)
             elif key in BOOL_KEYS:
                 rec[key] = allv[0] in ("1", "True")
+            elif key == "ieth":
+                rec[key] = int(allv[0].replace(":", ""), 16)
             else:
                 rec[key] = allv[0]
         frames.append(rec)
@@ -229,6 +261,33 @@ EXPECT_VERBS = {
     "write_lens": {3000, 64, 8}, "send_lens": {16, 100, 2500, 200},
     "multicast": True, "solicited": True,
 }
+# test_mw: windows, invalidation, ATOMIC WRITE. The 3000-byte SEND with
+# Invalidate is one SEND ONLY INV at 4096 bytes of path MTU, FIRST, MIDDLE
+# and LAST INV at 1024; ibv_wr_send_inv's 10 bytes are always SEND ONLY INV.
+# ATOMIC WRITE values are the requester's memory, read in host order.
+EXPECT_MW = {
+    "opcodes": {0x06, 0x08, 0x0a, 0x0c, 0x10, 0x11, 0x12, 0x14, 0x17, 0x1d},
+    "syndromes": {"ACK", "NAK invalid request", "NAK remote access error"},
+    "retransmit": False,
+    "stop_after_nak": True,
+    # an accepted SEND with Invalidate names the key of the last RDMA
+    "inv_last_key": True,
+    "write_lens": {0, 2, 8, 16, 64, 200, 512, 8192},
+    "read_lens": {1, 8, 64, 1000, 4096},
+    "send_lens": {3000, 10},
+    "fetch_add": {1, 100},
+    "atomic_write": {0x0123456789abcdef, 0xa5a5a5a5a5a5a5a5,
+                     0xfeedfacecafebeef} |
+                    {0x1000 + i for i in range(0, 48, 3)},
+    "atomic_write_answers": {"ACK", "NAK remote access error",
+                             "NAK invalid request (misaligned)"},
+    # a window's key; the same key again; an MR's key (used for RDMA
+    # before and after: live, but no window)
+    "inv_answers": {"ACK", "NAK invalid request (invalidated key)",
+                    "NAK invalid request (live key)"},
+}
+EXPECT_MW_1024 = dict(EXPECT_MW, opcodes=EXPECT_MW["opcodes"] |
+                      {0x00, 0x01, 0x07, 0x0d, 0x0e, 0x0f, 0x16})
 EXPECT_SEED = {
     "opcodes": {0x05, 0x11},
     "syndromes": {"ACK"},
@@ -263,11 +322,44 @@ class Analysis:
         self.per_opcode = collections.Counter()
         self.seen = collections.defaultdict(set)
         self.retransmits = 0
+        self.peer = {}          # response stream -> request stream
+        self.new_conn = set()   # requests that start a connection again
+        self.nak_hits = {}      # fatal NAK frame -> opcode it answered
+        self.invalid = {}       # (responder, rkey) -> frame invalidating it
+        self.raw_fields()
 
     def check(self, name):
         if name not in self.checks:
             self.checks[name] = Check(name)
         return self.checks[name]
+
+    # ATOMIC WRITE's RETH and payload, and every IETH, from the raw bytes.
+    def raw_fields(self):
+        c = self.check("raw decode")
+        for f, frame in zip(self.frames, self.raw):
+            op, n = f["opcode"], f["no"]
+            if op != ATOMIC_WRITE and op not in SEND_INV:
+                continue
+            if not c.expect(frame[12:14] == b"\x08\x00",
+                            "frame %d: not IPv4" % n):
+                continue
+            bth = 14 + (frame[14] & 0xf) * 4 + 8
+            end = 14 + int.from_bytes(frame[16:18], "big") - 4
+            if op in SEND_INV:
+                key = struct.unpack_from("!I", frame, bth + 12)[0]
+                c.expect(f["ieth"] == key, "frame %d: tshark IETH %s, bytes "
+                         "say %#x" % (n, f["ieth"], key))
+                continue
+            va, rkey, dmalen = struct.unpack_from("!QII", frame, bth + 12)
+            pay = frame[bth + 28:end - ((frame[bth + 1] >> 4) & 3)]
+            f["aw_tshark"] = f["dmalen"] is not None
+            if f["aw_tshark"]:
+                c.expect((f["va"], f["rkey"], f["dmalen"]) ==
+                         (va, rkey, dmalen), "frame %d: tshark RETH %s, "
+                         "bytes say %s" % (n, (f["va"], f["rkey"],
+                                               f["dmalen"]),
+                                           (va, rkey, dmalen)))
+            f.update(va=va, rkey=rkey, dmalen=dmalen, aw_payload=pay)
 
     def paylen(self, f, info):
         hdr = 20 + 8 + 12 + sum(HDR_LEN[h] for h in info[4]) + 4
@@ -293,6 +385,10 @@ class Analysis:
             bad = [(int(s, 0), m) for s, m in
                    zip(f["severity"], f["expert"] + [""] * 8)
                    if int(s, 0) >= EXPERT_WARN]
+            if f["opcode"] == ATOMIC_WRITE and not f.get("aw_tshark"):
+                # A tshark without IBA 1.5: only its unknown-opcode notes.
+                bad = [(v, m) for v, m in bad if "nknown" not in m and
+                       "endor" not in m]
             c.expect(not bad, "frame %d: expert info %s" % (n, bad))
             if c.expect(f["opcode"] is not None and opinfo(f["opcode"]),
                         "frame %d: opcode %s unknown" % (n, f["opcode"])):
@@ -383,15 +479,23 @@ class Analysis:
         elif not has_payload:
             c.expect(plen == 0 and f["pad"] == 0,
                      "frame %d (%s): %d payload bytes" % (n, name, plen))
-        for h in ("reth", "deth", "aeth", "imm"):
+        for h in ("reth", "deth", "aeth", "imm", "ieth"):
             present = {"imm": "immdt"}.get(h, h) in hdrs
             key = {"reth": "dmalen", "deth": "qkey", "aeth": "syndrome",
-                   "imm": "imm"}[h]
+                   "imm": "imm", "ieth": "ieth"}[h]
             c.expect(present == (f[key] is not None),
                      "frame %d (%s): tshark %s %s" %
                      (n, name, "lacks" if present else "shows", h.upper()))
         if f["imm"] is not None:
             self.seen["imm"].add(int(f["imm"].replace(":", ""), 16))
+        if f["opcode"] == ATOMIC_WRITE:
+            # IBA 1.5: the RETH says 8 and exactly 8 bytes follow it.
+            self.check("atomic write").expect(
+                f["dmalen"] == 8 and plen == 8 and len(f["aw_payload"]) == 8,
+                "frame %d: ATOMIC WRITE DMA length %d, %d payload bytes"
+                % (n, f["dmalen"], len(f["aw_payload"])))
+            self.seen["atomic_write"].add(
+                int.from_bytes(f["aw_payload"], sys.byteorder))
         if f["se"]:
             c.expect(pos in ("last", "only") and kind == "req" and
                      ("SEND" in name or "IMM" in name),
@@ -408,6 +512,203 @@ class Analysis:
             self.seen["qkeys"].add(f["qkey"])
             c.expect(f["srcqp"] is not None and f["srcqp"] < 1 << 24,
                      "frame %d: DETH source QP %s" % (n, f["srcqp"]))
+
+    @staticmethod
+    def stream(f, tr):
+        """A request stream: UDP source port (per source QP, as rxe) and
+        destination QP; UD PSNs run per source QP (DETH)."""
+        if tr == "UD":
+            return ("UD", f["ip_src"], f["srcqp"])
+        return (tr, f["ip_src"], f["sport"], f["ip_dst"], f["dqp"])
+
+    def psns(self, f):
+        """How many PSNs a request takes: a READ one per response packet."""
+        if f["opcode"] == 0x0c:
+            return max(1, -(-f["dmalen"] // self.run.pmtu))
+        return 1
+
+    # RC headers name the destination QP only, so which request stream a
+    # response stream answers is learnt: the one request stream that had
+    # sent every PSN the response stream carried (the candidates start over
+    # when none is left: a QPN used again).
+    def link(self):
+        sent = collections.defaultdict(set)
+        cand = {}
+        for f in self.frames:
+            info = f["opcode"] is not None and opinfo(f["opcode"])
+            if not info or info[0] != "RC":
+                continue
+            if info[2] == "req":
+                sent[self.stream(f, "RC")].update(
+                    psn_add(f["psn"], i) for i in range(self.psns(f)))
+                continue
+            r = (f["ip_src"], f["sport"], f["ip_dst"], f["dqp"])
+            here = {k for k, s in sent.items() if k[1] == f["ip_dst"] and
+                    k[3] == f["ip_src"] and f["psn"] in s}
+            cand[r] = (cand.get(r, here) & here) or here
+        self.peer = {r: next(iter(c)) for r, c in cand.items()
+                     if len(c) == 1}
+
+    # What answered each RC request, connection by connection: ATOMIC
+    # WRITE, SEND with Invalidate and access through invalidated keys, the
+    # order of responses, silence after a fatal NAK.
+    def outcomes(self):
+        self.link()
+        qs = {}
+        for f in self.frames:
+            info = f["opcode"] is not None and opinfo(f["opcode"])
+            if not info or info[0] != "RC":
+                continue
+            if info[2] == "req":
+                q = qs.setdefault(self.stream(f, "RC"), {
+                    "out": [], "dead": None, "last": None, "resent": None,
+                    "rkeys": set(), "msg": None, "starts": {f["psn"]},
+                    "next": f["psn"], "last_key": None})
+                self.request(f, info, q)
+                continue
+            k = self.peer.get((f["ip_src"], f["sport"], f["ip_dst"],
+                               f["dqp"]))
+            if k in qs:
+                self.response(f, info, qs[k])
+        co = self.check("request outcomes")
+        for q in qs.values():
+            for e in q["out"]:
+                co.expect(e["op"] != ATOMIC_WRITE and e["op"] not in SEND_INV,
+                          "frame %d (%s) PSN %#x never answered"
+                          % (e["no"], opname(e["op"]), e["psn"]))
+
+    def request(self, f, info, q):
+        n, psn, pos, hdrs = f["no"], f["psn"], info[3], info[4]
+        # A connection starts again (the QPs went through Reset) with a new
+        # message at a PSN where one started before, or after a fatal NAK
+        # away from the PSN that was NAKed.
+        new = (pos in ("first", "only", None) and psn != q["next"] and
+               psn in q["starts"])
+        if q["dead"] is not None:
+            dn, dpsn = q["dead"]
+            if (0 < (psn - dpsn) % PSN_MOD < 1024 or pos in ("middle", "last")
+                    or (psn == dpsn and psn not in q["starts"])):
+                if self.run.expect.get("stop_after_nak"):
+                    self.check("after fatal NAK").fail(
+                        "frame %d (%s) PSN %#x: sent after the NAK of frame "
+                        "%d (PSN %#x), no new connection"
+                        % (n, info[1], psn, dn, dpsn))
+                return
+            new = True
+        if new:
+            q.update(out=[], dead=None, last=None, resent=None)
+            q["starts"].add(psn)
+            self.new_conn.add(n)
+        q["next"] = psn_add(psn, self.psns(f))
+        if q["last"] is not None and not psn_behind(q["last"], psn):
+            # Sent again: the responder may answer its old PSN again.
+            if q["resent"] is None or psn_behind(psn, q["resent"]):
+                q["resent"] = psn
+        if pos in ("first", "only", None):
+            q["msg"] = (f["rkey"], f["dmalen"]) if "reth" in hdrs else None
+        if "reth" in hdrs:
+            q["rkeys"].add(f["rkey"])
+        if pos in ("first", "middle"):
+            return
+        e = {"no": n, "psn": psn, "end": psn_add(psn, self.psns(f) - 1),
+             "op": f["opcode"], "f": f, "key": q["msg"], "stranger": False}
+        if f["opcode"] in SEND_INV:
+            # The key a SEND with Invalidate names was handed out for RDMA
+            # on this connection, or the responder refuses it.
+            e["stranger"] = f["ieth"] not in q["rkeys"]
+        q["out"] = [x for x in q["out"] if x["psn"] != psn] + [e]
+
+    def response(self, f, info, q):
+        n, p, pos = f["no"], f["psn"], info[3]
+        cls = "ACK" if f["syndrome"] is None else syndrome_class(f["syndrome"])
+        if q["dead"] is not None:
+            if self.run.expect.get("stop_after_nak"):
+                self.check("after fatal NAK").fail(
+                    "frame %d (%s PSN %#x): the responder answered after "
+                    "its NAK in frame %d" % (n, info[1], p, q["dead"][0]))
+            return
+        if q["last"] is not None and psn_behind(p, q["last"]):
+            self.check("response order").expect(
+                q["resent"] is not None and not psn_behind(p, q["resent"]),
+                "frame %d (%s %s) PSN %#x after a response with PSN %#x; "
+                "nothing was sent again (IBA 9.5: responses in request order)"
+                % (n, info[1], cls, p, q["last"]))
+            return
+        q["last"] = p
+        for e in [e for e in q["out"] if psn_behind(e["end"], p)]:
+            # Everything before a response's PSN is done (9.7.5.1.1); a
+            # READ or atomic waits for its own response.
+            if e["op"] not in (0x0c, 0x13, 0x14):
+                self.settle(q, e, "ACK")
+        if cls in ("RNR NAK", "NAK PSN sequence error"):
+            q["out"] = [e for e in q["out"] if psn_behind(e["end"], p)]
+            return
+        hit = [e for e in q["out"] if not psn_behind(p, e["psn"]) and
+               not psn_behind(e["end"], p)]
+        co = self.check("request outcomes")
+        if not hit:
+            co.expect(cls not in FATAL_NAKS, "frame %d: %s at PSN %#x "
+                      "answers no request" % (n, cls, p))
+            return
+        e = hit[0]
+        if f["opcode"] == 0x12:
+            co.expect(e["op"] in (0x13, 0x14), "frame %d: ATOMIC "
+                      "ACKNOWLEDGE answers frame %d (%s)"
+                      % (n, e["no"], opname(e["op"])))
+        elif f["opcode"] != 0x11:
+            co.expect(e["op"] == 0x0c, "frame %d (%s) answers frame %d (%s)"
+                      % (n, info[1], e["no"], opname(e["op"])))
+            if pos in ("middle", "first"):
+                return
+        if cls in FATAL_NAKS:
+            self.nak_hits[n] = e["op"]
+            self.settle(q, e, cls)
+            q["out"], q["dead"] = [], (n, p)
+            return
+        self.settle(q, e, cls)
+
+    def settle(self, q, e, outcome):
+        """@e was answered with @outcome: judge it by its kind."""
+        q["out"].remove(e)
+        co = self.check("request outcomes")
+        f, n, op = e["f"], e["no"], e["op"]
+        resp = f["ip_dst"]
+        if op == ATOMIC_WRITE:
+            bad = f["va"] % 8 != 0 or f["dmalen"] != 8
+            want = (("NAK invalid request",) if bad else
+                    ("ACK", "NAK remote access error"))
+            co.expect(outcome in want, "frame %d: ATOMIC WRITE to %#x (%d "
+                      "bytes) answered by %s, want %s"
+                      % (n, f["va"], f["dmalen"], outcome, " or ".join(want)))
+            self.seen["atomic_write_answers"].add(
+                outcome + (" (misaligned)" if f["va"] % 8 else ""))
+        if op in SEND_INV:
+            key, by = f["ieth"], self.invalid.get((resp, f["ieth"]))
+            if by is not None or e["stranger"]:
+                co.expect(outcome == "NAK invalid request", "frame %d: SEND "
+                          "with Invalidate of rkey %#x (%s) answered by %s, "
+                          "want NAK invalid request" % (
+                              n, key, "invalidated by frame %d" % by if by
+                              else "never a RETH rkey here", outcome))
+            elif outcome == "ACK":
+                self.invalid[(resp, key)] = n
+                if self.run.expect.get("inv_last_key"):
+                    co.expect(key == q["last_key"], "frame %d: SEND with "
+                              "Invalidate of rkey %#x; the last RDMA done "
+                              "here used %s" % (n, key, q["last_key"] and
+                                                 hex(q["last_key"])))
+            self.seen["inv_answers"].add(outcome + (
+                "" if outcome == "ACK" else " (invalidated key)" if by
+                else " (unknown key)" if e["stranger"] else " (live key)"))
+        elif e["key"] is not None and e["key"][1] > 0:
+            if outcome == "ACK":
+                q["last_key"] = e["key"][0]
+            by = self.invalid.get((resp, e["key"][0]))
+            if by is not None:
+                co.expect(outcome == "NAK remote access error",
+                          "frame %d (%s): rkey %#x, invalidated by frame %d, "
+                          "answered by %s" % (n, opname(op), e["key"][0], by,
+                                              outcome))
 
     # PSNs, segmentation, READ and atomic responses.
     def transport(self):
@@ -430,11 +731,8 @@ class Analysis:
             n, psn = f["no"], f["psn"]
             plen = self.paylen(f, info)
             if kind == "req":
-                # A stream: UDP source port (per source QP, as rxe) and
-                # destination QP; UD PSNs run per source QP (DETH).
                 req_psns.add(psn)
-                key = (("UD", f["ip_src"], f["srcqp"]) if tr == "UD" else
-                       (tr, f["ip_src"], f["sport"], f["ip_dst"], f["dqp"]))
+                key = self.stream(f, tr)
                 s = streams.setdefault(key, {"next": psn, "msg": None,
                                              "bytes": 0, "len": 0,
                                              "mtu": pmtu if tr == "RC"
@@ -444,12 +742,14 @@ class Analysis:
                         nak_psns[psn] -= 1
                         self.retransmits += 1
                         s["msg"] = "resync"
+                    elif n in self.new_conn:
+                        s["msg"] = None
                     else:
                         cp.fail("frame %d (%s) QP %#x: PSN %#x, expected %#x"
                                 % (n, name, f["dqp"], psn, s["next"]))
                 step = 1
                 if f["opcode"] == 0x0c:
-                    step = max(1, -(-f["dmalen"] // pmtu))
+                    step = self.psns(f)
                     pending_read[psn].append(f["dmalen"])
                     self.seen["read_lens"].add(f["dmalen"])
                 elif f["opcode"] in (0x13, 0x14):
@@ -479,6 +779,13 @@ class Analysis:
                     nak_psns[psn] += 1
                 if cls != "ACK":
                     all_nak_psns.add(psn)
+                # A READ or atomic NAKed is answered: a later one at the
+                # same PSN (a new connection) is another.
+                hit = self.nak_hits.get(n)
+                if hit == 0x0c and pending_read[psn]:
+                    pending_read[psn].popleft()
+                elif hit in (0x13, 0x14) and pending_atomic[psn] > 0:
+                    pending_atomic[psn] -= 1
             if f["opcode"] in (0x11, 0x12):
                 cr.expect(psn in req_psns, "frame %d (%s): PSN %#x was "
                           "never requested" % (n, name, psn))
@@ -574,7 +881,8 @@ class Analysis:
         c.expect(not missing, "opcodes never seen: %s"
                  % ", ".join(opname(o) for o in sorted(missing)))
         for key in ("syndromes", "write_lens", "read_lens", "send_lens",
-                    "imm", "fetch_add", "cmp_swap", "orig", "payloads"):
+                    "imm", "fetch_add", "cmp_swap", "orig", "payloads",
+                    "atomic_write", "atomic_write_answers", "inv_answers"):
             if key in exp:
                 c.expect(exp[key] <= self.seen[key], "%s never seen: %s"
                          % (key, sorted(exp[key] - self.seen[key],
@@ -602,7 +910,7 @@ def quirk_pass(path, strict_frames):
         s = by_no.get(f["no"])
         info = s and s["opcode"] is not None and opinfo(s["opcode"])
         plen = (s["ip_len"] - 20 - 8 - 12 - 4 - s["pad"]) if info else None
-        c.expect(info and s["opcode"] == 0x04 and plen < 8 and
+        c.expect(info and s["opcode"] in (0x04, 0x17) and plen < 16 and
                  all("RPCoRDMA" in m for m in f["malformed"]
                      if m != "_ws.malformed"),
                  "frame %d: %s" % (f["no"], f["malformed"]))
@@ -624,6 +932,8 @@ def main():
         Run("verbs", "test_verbs", "", 4096, EXPECT_VERBS),
         Run("verbs_mtu1500", "test_verbs", mtu1500, 1024, EXPECT_VERBS),
         Run("seed_sample", "test_seed_sample", "", 4096, EXPECT_SEED),
+        Run("mw", "test_mw", "", 4096, EXPECT_MW),
+        Run("mw_mtu1500", "test_mw", mtu1500, 1024, EXPECT_MW_1024),
     ]
     passed = failed = 0
     tmp = tempfile.mkdtemp(prefix="dpib-wire-")
@@ -653,6 +963,7 @@ def main():
             else:
                 a.dissection()
                 a.headers()
+                a.outcomes()
                 a.transport()
                 a.coverage()
                 checks += a.checks.values()

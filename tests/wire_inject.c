@@ -18,7 +18,17 @@
  * case the whole buffer is compared with a shadow copy, and every counter
  * with its expected value; dpib's own answers come back through the
  * loopback port and are counted there as frames to an unknown QP (the
- * contract's peer QP 0x99 does not exist here).
+ * contract's peer QPs 0x99 and 0x9a do not exist here).
+ *
+ * A second RC QP (in RTS, so that it can bind a type 1 memory window) takes
+ * the IBA 1.5 ATOMIC WRITE, memory window and SEND with Invalidate cases:
+ * a duplicate ATOMIC WRITE is acknowledged again but not executed again
+ * (C9-104), a misaligned one or one whose RETH says 4 bytes is an invalid
+ * request, a SEND with Invalidate naming a bogus rkey is an invalid request
+ * that completes the receive WQE in error, and an RDMA WRITE through a
+ * window's rkey from before its rebind is a remote access error. Each NAK
+ * puts the QP in Error; it is taken through Reset to RTS again (a new
+ * connection at PSN 0).
  *
  * usage: test_wire_inject PYTHON wire_inject.py
  */
@@ -39,11 +49,16 @@
 #define RC_RX0		8192
 #define RC_RX1		16384
 #define RX_LEN		4096
+#define MW_RX		20480		/* the window QP's receive buffer */
 #define WRITE_OFF	32768		/* RDMA WRITE target */
+#define AW_OFF		40960		/* ATOMIC WRITE target */
+#define WIN_OFF		49152		/* a type 1 memory window */
+#define WIN_LEN		4096
 #define UD_QKEY		0x11111111u
 #define PEER_QPN	0x77u		/* wire_inject.py: DETH source QP */
 #define PEER_IMM	0xfeedf00du	/* wire_inject.py: UD immediate data */
 #define RC_DEST_QPN	0x99u
+#define MW_DEST_QPN	0x9au
 #define RC_MTU		IBV_MTU_1024
 #define MAX_FRAMES	32
 #define MAX_COUNTERS	128
@@ -66,8 +81,10 @@ static struct ibv_device **list;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 static struct ibv_mr *mr;
-static struct ibv_cq *ud_cq, *rc_cq;
-static struct ibv_qp *ud_qp, *rc_qp, *init_qp;
+static struct ibv_cq *ud_cq, *rc_cq, *mw_cq;
+static struct ibv_qp *ud_qp, *rc_qp, *init_qp, *mw_qp;
+static struct ibv_mw *mw;
+static uint32_t win_rkey_old, win_rkey_new;
 static uint8_t *buf;
 static uint8_t shadow[BUF_LEN];
 
@@ -155,6 +172,71 @@ to_init(struct ibv_qp *qp)
 	      "QP %#x to INIT", qp->qp_num);
 }
 
+/* RC: INIT -> RTR at rq_psn 0, the peer @dest_qpn. */
+static void
+rc_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = RC_MTU;
+	a.dest_qp_num = dest_qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 12;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, "QP %#x to RTR",
+	      qp->qp_num);
+}
+
+/*
+ * The window QP: Reset -> RTS, a new connection with both PSNs at 0. RTS
+ * because a bind is a send queue operation; nothing else is ever posted.
+ */
+static void
+mw_connect(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+
+	CHECK(ibv_modify_qp(mw_qp, &a, IBV_QP_STATE) == 0, "to RESET");
+	to_init(mw_qp);
+	rc_to_rtr(mw_qp, MW_DEST_QPN);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK(ibv_modify_qp(mw_qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+	      "window QP to RTS");
+}
+
+/* Bind the type 1 window over WIN_OFF with ibv_bind_mw; its new rkey. */
+static uint32_t
+bind_window(void)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = 31, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = mr, .addr = (uintptr_t)buf + WIN_OFF,
+			       .length = WIN_LEN,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_wc wc;
+
+	CHECK(ibv_bind_mw(mw_qp, mw, &b) == 0, "ibv_bind_mw: errno %d", errno);
+	CHECK(poll_one(mw_cq, &wc, WAIT_SECS), "no bind completion");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_BIND_MW &&
+	      wc.wr_id == 31, "bind: %s opcode %d",
+	      ibv_wc_status_str(wc.status), wc.opcode);
+	return mw->rkey;
+}
+
 /* UD: Reset -> RTS. RC: Reset -> RTR, a responder with no requester. */
 static void
 setup_qps(void)
@@ -163,10 +245,12 @@ setup_qps(void)
 
 	ud_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	rc_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	CHECK(ud_cq != NULL && rc_cq != NULL, "create_cq");
+	mw_cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(ud_cq != NULL && rc_cq != NULL && mw_cq != NULL, "create_cq");
 	ud_qp = make_qp(IBV_QPT_UD, ud_cq);
 	rc_qp = make_qp(IBV_QPT_RC, rc_cq);
 	init_qp = make_qp(IBV_QPT_RC, rc_cq);
+	mw_qp = make_qp(IBV_QPT_RC, mw_cq);
 	to_init(ud_qp);
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
@@ -175,19 +259,19 @@ setup_qps(void)
 	CHECK(ibv_modify_qp(ud_qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
 	      "UD RTS");
 	to_init(rc_qp);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = RC_MTU;
-	a.dest_qp_num = RC_DEST_QPN;
-	a.rq_psn = 0;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(rc_qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0, "RC RTR");
+	rc_to_rtr(rc_qp, RC_DEST_QPN);
 	to_init(init_qp);
+
+	/* A window bound twice over the same bytes: only the key's tag
+	 * tells the rkeys apart (ibv_bind_mw(3): a new tag per bind).
+	 */
+	mw_connect();
+	mw = ibv_alloc_mw(pd, IBV_MW_TYPE_1);
+	CHECK(mw != NULL, "ibv_alloc_mw: errno %d", errno);
+	win_rkey_old = bind_window();
+	win_rkey_new = bind_window();
+	CHECK(win_rkey_new != win_rkey_old, "rebind kept rkey %#x",
+	      win_rkey_old);
 }
 
 static void
@@ -226,6 +310,11 @@ write_contract(const char *file)
 		free_qpn);
 	fprintf(f, " \"mr_addr\": %" PRIu64 ",\n \"mr_rkey\": %u,\n",
 		(uint64_t)(uintptr_t)buf, mr->rkey);
+	fprintf(f, " \"mw_qpn\": %u,\n \"mw_dest_qpn\": %u,\n", mw_qp->qp_num,
+		MW_DEST_QPN);
+	fprintf(f, " \"aw_off\": %u,\n \"win_off\": %u,\n", AW_OFF, WIN_OFF);
+	fprintf(f, " \"win_rkey_old\": %u,\n \"win_rkey_new\": %u,\n",
+		win_rkey_old, win_rkey_new);
 	fprintf(f, " \"write_off\": %u\n}\n", WRITE_OFF);
 	CHECK(fclose(f) == 0, "write %s", file);
 }
@@ -364,6 +453,8 @@ expect_no_completion(void)
 	      wc.wr_id, ibv_wc_status_str(wc.status));
 	CHECK(!poll_one(rc_cq, &wc, 0.02), "RC completion wr %" PRIu64 " %s",
 	      wc.wr_id, ibv_wc_status_str(wc.status));
+	CHECK(!poll_one(mw_cq, &wc, 0.02), "window QP completion wr %" PRIu64
+	      " %s", wc.wr_id, ibv_wc_status_str(wc.status));
 }
 
 /* The buffer holds exactly what the shadow copy says. */
@@ -578,7 +669,121 @@ bad_rkey_naked(void)
 	expect_buffer("bad_rkey");
 }
 
-/* tshark and scapy read what dpib sent: the ACKs and the NAK. */
+/* A fatal NAK: one NAK sent, nothing completes, no byte changes. */
+static const struct delta rc_naked[] = {
+	{ "nak_sent", 1 }, { "tx_packets", 1 }, { "rx_drop_unknown_qpn", 1 },
+	{ NULL, 0 }
+};
+
+static void
+expect_naked(const char *name)
+{
+	uint64_t before[MAX_COUNTERS];
+
+	counters(before);
+	inject(name);
+	expect_counters(before, 1, rc_naked);
+	expect_no_completion();
+	expect_buffer(name);
+}
+
+/* IBA 1.5 ATOMIC WRITE: the 8 payload bytes land at the RETH address. */
+static void
+atomic_write_executes(void)
+{
+	uint64_t before[MAX_COUNTERS];
+
+	counters(before);
+	inject("aw_first");
+	expect_counters(before, 1, rc_acked);
+	pattern(shadow + AW_OFF, 8, frame("aw_first")->seed);
+	expect_buffer("aw_first");
+	expect_no_completion();
+}
+
+/*
+ * C9-104: the same PSN again, with other data, is a duplicate: ACKed again
+ * with its PSN (wire_inject.py check) but never executed a second time.
+ */
+static void
+atomic_write_duplicate_not_executed(void)
+{
+	uint64_t before[MAX_COUNTERS];
+	struct delta want[] = {
+		{ "ack_sent", 1 }, { "tx_packets", 1 },
+		{ "rx_drop_unknown_qpn", 1 }, { "rx_duplicate_request", 1 },
+		{ NULL, 0 }
+	};
+
+	counters(before);
+	inject("aw_duplicate");
+	expect_counters(before, 1, want);
+	expect_buffer("aw_duplicate");
+	expect_no_completion();
+}
+
+/*
+ * A rebind gives a type 1 window a new rkey (another tag, same index):
+ * the new one writes, the old one is a remote access error (9.7.5.2.4)
+ * although the window still covers the same bytes with the same rights.
+ */
+static void
+window_old_rkey_refused(void)
+{
+	uint64_t before[MAX_COUNTERS];
+	const struct frame *fr = frame("mw_write_new");
+
+	counters(before);
+	inject("mw_write_new");
+	expect_counters(before, 1, rc_acked);
+	pattern(shadow + WIN_OFF + 64, fr->msg_len, fr->seed);
+	expect_buffer("mw_write_new");
+	expect_naked("mw_write_old");
+	mw_connect();
+}
+
+/* ATOMIC WRITE needs an 8-byte aligned address: NAK invalid request. */
+static void
+atomic_write_misaligned_invalid(void)
+{
+	expect_naked("aw_misaligned");
+	mw_connect();
+}
+
+/* ATOMIC WRITE's RETH must say 8 bytes: NAK invalid request. */
+static void
+atomic_write_length_4_invalid(void)
+{
+	expect_naked("aw_len4");
+	mw_connect();
+}
+
+/*
+ * SEND with Invalidate naming an rkey that is no window of this QP: NAK
+ * invalid request, and the receive WQE completes with REM_INV_REQ_ERR.
+ * The receive buffer's contents are undefined after an error completion.
+ */
+static void
+send_inv_bogus_rkey_invalid(void)
+{
+	uint64_t before[MAX_COUNTERS];
+	struct ibv_wc wc;
+
+	post_recv(mw_qp, MW_RX, 21);
+	counters(before);
+	inject("send_inv_bogus");
+	CHECK(poll_one(mw_cq, &wc, WAIT_SECS), "no receive completion");
+	CHECK(wc.status == IBV_WC_REM_INV_REQ_ERR && wc.wr_id == 21 &&
+	      wc.qp_num == mw_qp->qp_num, "receive: %s wr %" PRIu64 " QP %#x",
+	      ibv_wc_status_str(wc.status), wc.wr_id, wc.qp_num);
+	expect_counters(before, 1, rc_naked);
+	expect_no_completion();
+	memcpy(shadow + MW_RX, buf + MW_RX, RX_LEN);
+	expect_buffer("send_inv_bogus");
+	mw_connect();
+}
+
+/* tshark and scapy read what dpib sent: the ACKs and the NAKs. */
 static void
 answers_dissected(void)
 {
@@ -603,17 +808,19 @@ open_device(void)
 	fill_pattern(buf, BUF_LEN, 99);
 	memcpy(shadow, buf, BUF_LEN);
 	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE);
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND);
 	CHECK(mr != NULL, "reg_mr: errno %d", errno);
 }
 
 static void
 close_device(void)
 {
+	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc_mw");
 	CHECK(ibv_destroy_qp(ud_qp) == 0 && ibv_destroy_qp(rc_qp) == 0 &&
-	      ibv_destroy_qp(init_qp) == 0, "destroy_qp");
-	CHECK(ibv_destroy_cq(ud_cq) == 0 && ibv_destroy_cq(rc_cq) == 0,
-	      "destroy_cq");
+	      ibv_destroy_qp(init_qp) == 0 && ibv_destroy_qp(mw_qp) == 0,
+	      "destroy_qp");
+	CHECK(ibv_destroy_cq(ud_cq) == 0 && ibv_destroy_cq(rc_cq) == 0 &&
+	      ibv_destroy_cq(mw_cq) == 0, "destroy_cq");
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "mr, pd");
 	CHECK(ibv_close_device(ctx) == 0, "close_device");
 	ibv_free_device_list(list);
@@ -665,8 +872,10 @@ main(int argc, char **argv)
 	post_recv(rc_qp, RC_RX0, 11);
 	post_recv(rc_qp, RC_RX1, 12);
 	write_contract(contract);
-	printf("# UD QP %#x, RC QP %#x (RTR), RC QP %#x (INIT)\n",
-	       ud_qp->qp_num, rc_qp->qp_num, init_qp->qp_num);
+	printf("# UD QP %#x, RC QP %#x (RTR), RC QP %#x (INIT), RC QP %#x "
+	       "(RTS, window rkeys %#x then %#x)\n", ud_qp->qp_num,
+	       rc_qp->qp_num, init_qp->qp_num, mw_qp->qp_num, win_rkey_old,
+	       win_rkey_new);
 	{
 		int st = run_script("gen", contract, fpcap, findex);
 
@@ -691,6 +900,12 @@ main(int argc, char **argv)
 	RUN(unknown_qpn_dropped);
 	RUN(qp_in_init_dropped);
 	RUN(bad_rkey_naked);
+	RUN(atomic_write_executes);
+	RUN(atomic_write_duplicate_not_executed);
+	RUN(window_old_rkey_refused);
+	RUN(atomic_write_misaligned_invalid);
+	RUN(atomic_write_length_4_invalid);
+	RUN(send_inv_bogus_rkey_invalid);
 	RUN(answers_dissected);
 
 	close_device();

@@ -18,6 +18,13 @@ The contract is a flat JSON object written by test_wire_inject (C):
     free_qpn          a QPN no QP has
     mr_addr, mr_rkey  a registered buffer (remote write) ...
     write_off         ... and where in it the RDMA WRITEs go
+    mw_qpn            an RC QP in RTS (rq_psn 0 at each new connection),
+    mw_dest_qpn       dest QP mw_dest_qpn: ATOMIC WRITE, memory window and
+                      SEND with Invalidate cases
+    aw_off            where in the buffer the ATOMIC WRITEs go
+    win_off           a type 1 window over the buffer from win_off, bound
+    win_rkey_old      twice: its rkey from the first bind (stale) and ...
+    win_rkey_new      ... from the second
 
 gen writes FRAMES.pcap (Ethernet) and FRAMES.txt, one line per frame in
 the same order: "NAME MSG_LEN SEED". Payload byte i of a message with seed
@@ -25,8 +32,9 @@ s is (s + 7 * i + (i >> 8)) mod 256; a multi-packet message is cut at
 rc_mtu. Pad bytes are zero. The ICRC is scapy.contrib.roce's.
 
 check dissects what dpib sent (DPIB_CAPTURE) with tshark and scapy: exactly
-the answers listed in ANSWERS, to rc_dest_qpn, with valid ICRCs and the
-header conventions of rxe. Exit status 77 means a tool is missing.
+the answers listed in ANSWERS, each an ACKNOWLEDGE (never an ATOMIC
+ACKNOWLEDGE) to its QP, with valid ICRCs and the header conventions of rxe.
+Exit status 77 means a tool is missing.
 """
 import json
 import os
@@ -59,14 +67,32 @@ OPCODE_RESERVED = 0x1e     # RC opcodes 0x18-0x1f are reserved
 # expected PSN, so that only its defect can stop it.
 PSN_SEND_ONLY, PSN_SEND_FIRST, PSN_SEND_LAST, PSN_WRITE = 0, 1, 2, 3
 PSN_NEXT = 4
+# The window QP: an ATOMIC WRITE and its duplicate at 0, WRITEs through the
+# window's new and old rkeys at 1 and 2; after each NAK a new connection
+# starts at 0 again.
+PSN_AW, PSN_WIN_NEW, PSN_WIN_OLD = 0, 1, 2
+NAK_INVALID, NAK_ACCESS = 0x61, 0x62
 
-# What dpib must answer, in order: (what, PSN, AETH syndrome class or value,
-# MSN). Dropped frames get no answer at all.
+# What dpib must answer, in order: (what, the contract's QPN the answer goes
+# to, PSN, AETH syndrome class or value, MSN). Dropped frames get no answer.
 ANSWERS = [
-    ("ACK of SEND ONLY", PSN_SEND_ONLY, "ACK", 1),
-    ("ACK of SEND FIRST+LAST", PSN_SEND_LAST, "ACK", 2),
-    ("ACK of RDMA WRITE ONLY", PSN_WRITE, "ACK", 3),
-    ("NAK of RDMA WRITE with a bad rkey", PSN_NEXT, 0x62, 3),
+    ("ACK of SEND ONLY", "rc_dest_qpn", PSN_SEND_ONLY, "ACK", 1),
+    ("ACK of SEND FIRST+LAST", "rc_dest_qpn", PSN_SEND_LAST, "ACK", 2),
+    ("ACK of RDMA WRITE ONLY", "rc_dest_qpn", PSN_WRITE, "ACK", 3),
+    ("NAK of RDMA WRITE with a bad rkey", "rc_dest_qpn", PSN_NEXT,
+     NAK_ACCESS, 3),
+    ("ACK of ATOMIC WRITE", "mw_dest_qpn", PSN_AW, "ACK", 1),
+    ("ACK again of the duplicate ATOMIC WRITE", "mw_dest_qpn", PSN_AW,
+     "ACK", 1),
+    ("ACK of RDMA WRITE with the window's rkey", "mw_dest_qpn", PSN_WIN_NEW,
+     "ACK", 2),
+    ("NAK of RDMA WRITE with the window's old rkey", "mw_dest_qpn",
+     PSN_WIN_OLD, NAK_ACCESS, 2),
+    ("NAK of a misaligned ATOMIC WRITE", "mw_dest_qpn", 0, NAK_INVALID, 0),
+    ("NAK of an ATOMIC WRITE whose RETH says 4 bytes", "mw_dest_qpn", 0,
+     NAK_INVALID, 0),
+    ("NAK of SEND with Invalidate of a bogus rkey", "mw_dest_qpn", 0,
+     NAK_INVALID, 0),
 ]
 
 
@@ -76,6 +102,10 @@ def pattern(n, seed):
 
 def reth(va, rkey, dmalen):
     return struct.pack("!QII", va, rkey, dmalen)
+
+
+def ieth(rkey):
+    return struct.pack("!I", rkey)
 
 
 def deth(qkey, src_qp):
@@ -149,6 +179,35 @@ def frames(c):
     add("bad_rkey", 64, 7, roce(c, 0x0a, rc, PSN_NEXT,
                                 reth(wva + 1024, c["mr_rkey"] ^ 0x5a5a00, 64),
                                 pattern(64, 7), ackreq=1))
+
+    # The window QP. ATOMIC WRITE (IBA 1.5): RETH for 8 bytes, 8 bytes.
+    mw = c["mw_qpn"]
+    ava = c["mr_addr"] + c["aw_off"]
+    add("aw_first", 8, 21, roce(c, wd.ATOMIC_WRITE, mw, PSN_AW,
+                                reth(ava, c["mr_rkey"], 8), pattern(8, 21),
+                                ackreq=1))
+    add("aw_duplicate", 8, 22, roce(c, wd.ATOMIC_WRITE, mw, PSN_AW,
+                                    reth(ava, c["mr_rkey"], 8),
+                                    pattern(8, 22), ackreq=1))
+    # The same bytes through the window's current and its stale rkey.
+    winva = c["mr_addr"] + c["win_off"] + 64
+    add("mw_write_new", 128, 23, roce(c, 0x0a, mw, PSN_WIN_NEW,
+                                      reth(winva, c["win_rkey_new"], 128),
+                                      pattern(128, 23), ackreq=1))
+    add("mw_write_old", 128, 24, roce(c, 0x0a, mw, PSN_WIN_OLD,
+                                      reth(winva, c["win_rkey_old"], 128),
+                                      pattern(128, 24), ackreq=1))
+    # Each at PSN 0 of a new connection.
+    add("aw_misaligned", 8, 25, roce(c, wd.ATOMIC_WRITE, mw, 0,
+                                     reth(ava + 4, c["mr_rkey"], 8),
+                                     pattern(8, 25), ackreq=1))
+    # 8 bytes follow, as for every ATOMIC WRITE: only the RETH is wrong.
+    add("aw_len4", 8, 26, roce(c, wd.ATOMIC_WRITE, mw, 0,
+                               reth(ava, c["mr_rkey"], 4), pattern(8, 26),
+                               ackreq=1))
+    add("send_inv_bogus", 64, 27, roce(c, 0x17, mw, 0,
+                                       ieth(c["mr_rkey"] ^ 0x5a5a00),
+                                       pattern(64, 27), ackreq=1))
     return out
 
 
@@ -191,10 +250,10 @@ def check(c, pcap):
     if len(roce_frames) != len(ANSWERS):
         errors.append("%d RoCE frames sent, want %d" %
                       (len(roce_frames), len(ANSWERS)))
-    for f, (what, psn, syn, msn) in zip(roce_frames, ANSWERS):
+    for f, (what, dest, psn, syn, msn) in zip(roce_frames, ANSWERS):
         got_cls = (wd.syndrome_class(f["syndrome"])
                    if f["syndrome"] is not None else None)
-        ok = (f["opcode"] == 0x11 and f["dqp"] == c["rc_dest_qpn"] and
+        ok = (f["opcode"] == 0x11 and f["dqp"] == c[dest] and
               f["psn"] == psn and f["msn"] == msn and
               (got_cls == syn if isinstance(syn, str) else
                f["syndrome"] == syn))
@@ -204,7 +263,7 @@ def check(c, pcap):
                f["syndrome"] or 0, got_cls, f["msn"]))
         if not ok:
             errors.append("%s: want ACKNOWLEDGE to QP %#x PSN %d AETH %s "
-                          "MSN %d" % (what, c["rc_dest_qpn"], psn,
+                          "MSN %d" % (what, c[dest], psn,
                                       syn if isinstance(syn, str)
                                       else "%#x" % syn, msn))
     for e in errors:

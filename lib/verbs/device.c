@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <rte_cycles.h>
 
 #include "verbs_priv.h"
 
@@ -99,6 +100,7 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.query_port = dpib_query_port_ex;
 	c->vctx.query_device_ex = dpib_query_device_ex;
 	c->vctx.create_cq_ex = dpib_create_cq_ex;
+	c->vctx.query_rt_values = dpib_query_rt_values;
 	c->vctx.create_qp_ex = dpib_create_qp_ex;
 	ctx = &c->vctx.context;
 	ctx->device = device;
@@ -118,6 +120,9 @@ ibv_open_device(struct ibv_device *device)
 	ctx->ops.poll_cq = ib_cq_poll;
 	ctx->ops.req_notify_cq = ib_cq_req_notify;
 	ctx->ops.post_srq_recv = ib_post_srq_recv;
+	ctx->ops.alloc_mw = dpib_alloc_mw;
+	ctx->ops.dealloc_mw = dpib_dealloc_mw;
+	ctx->ops.bind_mw = dpib_bind_mw;
 	return ctx;
 }
 
@@ -139,10 +144,9 @@ ibv_query_device(struct ibv_context *ctx, struct ibv_device_attr *attr)
 }
 
 /*
- * Nothing beyond the classic attributes exists yet: no completion
- * timestamps (clock 0), device memory, ODP, TSO, RSS, tag matching, packet
- * pacing or CQ moderation, so those fields stay 0. @len is the caller's
- * idea of the structure's size.
+ * The classic attributes and the extensions dpib has: completion
+ * timestamps and ATOMIC WRITE. @len is the caller's idea of the
+ * structure's size.
  */
 static int
 dpib_query_device_ex(struct ibv_context *ctx,
@@ -160,8 +164,19 @@ dpib_query_device_ex(struct ibv_context *ctx,
 	err = ib_dev_query(ctx_hw(ctx), &full.orig_attr);
 	if (err)
 		return err;
-	full.device_cap_flags_ex = full.orig_attr.device_cap_flags;
+	/* Completions are stamped with the engine's clock, the TSC, whole. */
+	full.hca_core_clock = rte_get_tsc_hz() / 1000;
+	full.completion_timestamp_mask = UINT64_MAX;
+	full.device_cap_flags_ex = full.orig_attr.device_cap_flags |
+				   DPIB_DEVICE_ATOMIC_WRITE;
 	full.phys_port_cnt_ex = full.orig_attr.phys_port_cnt;
+	/*
+	 * Left 0 because dpib lacks them: ODP (no implicit MRs or advise),
+	 * TSO, RSS, WQs and raw packet QPs (RC, UC and UD only), tag
+	 * matching, packet pacing, CQ moderation and device memory. Also
+	 * pci_atomic_caps: atomics run on the CPU against host memory, never
+	 * as the PCIe atomics those bits describe.
+	 */
 	memset(attr, 0, len);
 	memcpy(attr, &full, RTE_MIN(len, sizeof(full)));
 	return 0;

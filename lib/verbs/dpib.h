@@ -12,6 +12,13 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 
+/**
+ * ibv_device_attr_ex.device_cap_flags_ex: the device executes ATOMIC WRITE
+ * (IBV_WR_ATOMIC_WRITE). Linux 6.2's ib_user_verbs.h names this bit
+ * IB_UVERBS_DEVICE_ATOMIC_WRITE; rdma-core 44's headers do not.
+ */
+#define DPIB_DEVICE_ATOMIC_WRITE	(1ULL << 40)
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -108,10 +108,48 @@ int
 ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct ib_pd *pd = to_pd(ibmr->pd);
+	int err = ib_mr_dereg(ctx_hw(ibmr->context), to_mr(ibmr));
 
-	ib_mr_dereg(ctx_hw(ibmr->context), to_mr(ibmr));
+	if (err)
+		return err;	/* EBUSY: a memory window is bound to it */
 	ref_put(&pd->refcnt);
 	return 0;
+}
+
+/* ibv_alloc_mw(3), through context ops.alloc_mw: type 1 or 2, else EINVAL. */
+struct ibv_mw *
+dpib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ib_mw *mw;
+	int err = ib_mw_alloc(ctx_hw(pd->context), to_pd(pd), type, &mw);
+
+	if (err) {
+		errno = err;
+		return NULL;
+	}
+	mw->ibv.context = pd->context;
+	ref_get(&to_pd(pd)->refcnt);
+	return &mw->ibv;
+}
+
+/* ibv_dealloc_mw(3): a bound window is invalidated first. */
+int
+dpib_dealloc_mw(struct ibv_mw *ibmw)
+{
+	struct ib_pd *pd = to_pd(ibmw->pd);
+	int err = ib_mw_dealloc(ctx_hw(ibmw->context), to_mw(ibmw));
+
+	if (err)
+		return err;
+	ref_put(&pd->refcnt);
+	return 0;
+}
+
+/* ibv_bind_mw(3): the inline wrapper checked type and PDs already. */
+int
+dpib_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	return ib_bind_mw1(qp, mw, bind);
 }
 
 struct ibv_cq *

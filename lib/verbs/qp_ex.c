@@ -29,6 +29,10 @@ static const struct {
 	{ IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ },
 	{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP },
 	{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
+	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
+	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
+	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
+	{ IBV_QP_EX_WITH_ATOMIC_WRITE, IBV_WR_ATOMIC_WRITE },
 };
 
 static inline struct ib_qp *
@@ -185,7 +189,7 @@ static int
 takes_inline(enum ibv_wr_opcode opcode)
 {
 	return opcode == IBV_WR_SEND || opcode == IBV_WR_SEND_WITH_IMM ||
-	       opcode == IBV_WR_RDMA_WRITE ||
+	       opcode == IBV_WR_SEND_WITH_INV || opcode == IBV_WR_RDMA_WRITE ||
 	       opcode == IBV_WR_RDMA_WRITE_WITH_IMM;
 }
 
@@ -247,33 +251,66 @@ wr_set_ud_addr(struct ibv_qp_ex *qpx, struct ibv_ah *ah, uint32_t remote_qpn,
 }
 
 /*
- * Memory windows, invalidation, TSO, XRC and atomic write do not exist in
- * dpib: the batch fails with EOPNOTSUPP at wr_complete, where a NULL op
- * would have crashed the caller.
+ * A type 2 window bound through the SQ to @rkey (same index as mw->rkey,
+ * a new tag: ibv_inc_rkey). No data setter follows.
  */
-static void
-refuse(struct ibv_qp_ex *qpx)
-{
-	batch_fail(to_xqp(qpx), EOPNOTSUPP);
-}
-
 static void
 wr_bind_mw(struct ibv_qp_ex *qpx, struct ibv_mw *mw, uint32_t rkey,
 	   const struct ibv_mw_bind_info *bind_info)
 {
-	refuse(qpx);
+	struct ibv_send_wr *wr = begin(qpx, IBV_WR_BIND_MW);
+
+	wr->bind_mw.mw = mw;
+	wr->bind_mw.rkey = rkey;
+	if (bind_info != NULL)
+		wr->bind_mw.bind_info = *bind_info;
+	else
+		batch_fail(to_xqp(qpx), EINVAL);
 }
 
 static void
 wr_local_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	refuse(qpx);
+	begin(qpx, IBV_WR_LOCAL_INV)->invalidate_rkey = invalidate_rkey;
 }
 
 static void
 wr_send_inv(struct ibv_qp_ex *qpx, uint32_t invalidate_rkey)
 {
-	refuse(qpx);
+	begin(qpx, IBV_WR_SEND_WITH_INV)->invalidate_rkey = invalidate_rkey;
+}
+
+/*
+ * IBA 1.5 ATOMIC WRITE: the 8 bytes at @atomic_wr are copied now and sent
+ * as the WR's inline data; no data setter follows.
+ */
+static void
+wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
+		const void *atomic_wr)
+{
+	struct ib_qp *qp = to_xqp(qpx);
+	struct ib_wr_batch *b = &qp->wrb;
+
+	rdma_op(qpx, IBV_WR_ATOMIC_WRITE, rkey, remote_addr, 0);
+	if (atomic_wr == NULL) {
+		batch_fail(qp, EINVAL);
+		return;
+	}
+	memcpy(b->inline_data, atomic_wr, 8);
+	b->inline_sge.addr = (uintptr_t)b->inline_data;
+	b->inline_sge.length = 8;
+	b->wr.sg_list = &b->inline_sge;
+	b->wr.num_sge = 1;
+	b->wr.send_flags |= IBV_SEND_INLINE;
+}
+
+/* TSO and XRC do not exist in dpib: the batch fails with EOPNOTSUPP at
+ * wr_complete, where a NULL op would have crashed the caller.
+ */
+static void
+refuse(struct ibv_qp_ex *qpx)
+{
+	batch_fail(to_xqp(qpx), EOPNOTSUPP);
 }
 
 static void
@@ -284,13 +321,6 @@ wr_send_tso(struct ibv_qp_ex *qpx, void *hdr, uint16_t hdr_sz, uint16_t mss)
 
 static void
 wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
-{
-	refuse(qpx);
-}
-
-static void
-wr_atomic_write(struct ibv_qp_ex *qpx, uint32_t rkey, uint64_t remote_addr,
-		const void *atomic_wr)
 {
 	refuse(qpx);
 }

@@ -60,9 +60,16 @@ void dpib_events_forget(struct ibv_context *ctx, void *ibv_obj,
 			const uint32_t *completed, const uint32_t *reported);
 void dpib_cq_events_forget(struct ib_cq *cq);
 
+/* objects.c: memory windows, through the context's ops */
+struct ibv_mw *dpib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int dpib_dealloc_mw(struct ibv_mw *mw);
+int dpib_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
+		 struct ibv_mw_bind *bind);
+
 /* cq_ex.c */
 struct ibv_cq_ex *dpib_create_cq_ex(struct ibv_context *ctx,
 				    struct ibv_cq_init_attr_ex *attr);
+int dpib_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
 
 /* qp_ex.c */
 struct ibv_qp *dpib_create_qp_ex(struct ibv_context *ctx,

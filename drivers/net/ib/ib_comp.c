@@ -13,8 +13,19 @@
 
 #include "ib_hca.h"
 
+/* Requests holding a READ/atomic credit (ATOMIC WRITE included). */
 static int
 is_read_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == IBV_WR_ATOMIC_WRITE;
+}
+
+/* Requests answered with data rather than a plain ACK. */
+static int
+wants_response(uint32_t opcode)
 {
 	return opcode == IBV_WR_RDMA_READ ||
 	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
@@ -34,6 +45,12 @@ wc_opcode(uint32_t wr_opcode)
 		return IBV_WC_COMP_SWAP;
 	case IBV_WR_ATOMIC_FETCH_AND_ADD:
 		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_WRITE:
+		return IBV_WC_ATOMIC_WRITE;
+	case IBV_WR_BIND_MW:
+		return IBV_WC_BIND_MW;
+	case IBV_WR_LOCAL_INV:
+		return IBV_WC_LOCAL_INV;
 	default:
 		return IBV_WC_SEND;
 	}
@@ -120,7 +137,7 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 		}
 		if (psn_diff(st->first_psn, psn) > 0)
 			return;
-		if (is_read_atomic(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
+		if (wants_response(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
 			/* Its responses come before any ACK past them: an
 			 * ACK beyond means they were lost (IBA 9.7.5.1.2).
 			 */
@@ -215,7 +232,7 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 		return NULL;
 	w = sq_wqe(qp, qp->comp.wqe_idx);
 	st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
-	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !is_read_atomic(w->opcode))
+	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !wants_response(w->opcode))
 		return NULL;
 	expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) & IB_PSN_MASK;
 	return psn == expect ? w : NULL;

@@ -6,8 +6,15 @@
  * consumed by ibv_poll_cq. The poll lock serialises application threads
  * only; the engine never takes it. Arming (ibv_req_notify_cq) is one shot:
  * the engine disarms with an exchange and queues one event on the channel.
+ *
+ * A CQ created with completion timestamps has a second ring, ts, indexed
+ * like q: the TSC when the engine pushed each entry. The ring of struct
+ * ibv_wc keeps its layout, so ibv_poll_cq, purging and resizing read it as
+ * before.
  */
 #include <errno.h>
+#include <time.h>
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "ib_hca.h"
@@ -40,6 +47,7 @@ ib_cq_destroy(struct ib_cq *cq)
 	__atomic_store_n(&cq->armed, IB_CQ_DISARMED, __ATOMIC_RELEASE);
 	ib_engine_quiesce(cq->dev);
 	ib_queue_free(&cq->q);
+	rte_free(cq->ts);
 	rte_free(cq);
 	return 0;
 }
@@ -87,6 +95,21 @@ cq_notify(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 		ib_evq_push(cq->channel, &ev);
 }
 
+/*
+ * Never below the previous stamp: flushes may push from an application
+ * thread, on a CPU whose TSC can lag the engine's a little.
+ */
+static inline uint64_t
+cq_stamp(struct ib_cq *cq)
+{
+	uint64_t now = rte_rdtsc();
+
+	if (unlikely(now < cq->last_ts))
+		now = cq->last_ts;
+	cq->last_ts = now;
+	return now;
+}
+
 /* Engine only. A full CQ is an overrun (IBA 11.4.2.1): the entry is lost. */
 int
 ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
@@ -100,6 +123,8 @@ ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 		return -ENOSPC;
 	}
 	*(struct ibv_wc *)ib_queue_slot(&cq->q, prod) = *wc;
+	if (cq->ts != NULL)
+		cq->ts[prod & cq->q.mask] = cq_stamp(cq);
 	ib_queue_publish(&cq->q, prod + 1);
 	if (unlikely(__atomic_load_n(&cq->armed, __ATOMIC_RELAXED)))
 		cq_notify(cq, wc, solicited);
@@ -128,7 +153,9 @@ ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn)
 	uint32_t i, n;
 
 	rte_spinlock_lock(&cq->poll_lock);
-	n = ib_queue_count(&cq->q);
+	/* Every published entry, not only those the last poll counted. */
+	cq->q.prod_cache = __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE);
+	n = cq->q.prod_cache - cq->q.cons;
 	for (i = 0; i < n; i++) {
 		struct ibv_wc *e = ib_queue_slot(&cq->q, cq->q.cons + i);
 
@@ -141,25 +168,38 @@ ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn)
 struct cq_resize {
 	struct ib_cq *cq;
 	struct ib_queue q;
+	uint64_t *ts;	/* in: the new stamp ring; out: the one to free */
 	int err;
 };
 
-/* Engine: move the pending entries into the new ring and switch. */
+/*
+ * Engine: move the pending entries and their stamps into the new ring and
+ * switch. All the published entries: the consumer's copy of prod may be
+ * stale, and what it has not seen yet would be lost.
+ */
 static void
 cq_resize_apply(void *arg)
 {
 	struct cq_resize *r = arg;
 	struct ib_cq *cq = r->cq;
-	uint32_t n = ib_queue_count(&cq->q), i;
+	uint32_t n, i;
+
+	n = __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) - cq->q.cons;
 
 	if (n > r->q.size) {
 		r->err = EINVAL;
 		return;
 	}
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i++) {
+		uint32_t from = cq->q.cons + i;
+
 		*(struct ibv_wc *)ib_queue_slot(&r->q, i) =
-			*(struct ibv_wc *)ib_queue_slot(&cq->q, cq->q.cons + i);
+			*(struct ibv_wc *)ib_queue_slot(&cq->q, from);
+		if (r->ts != NULL)
+			r->ts[i] = cq->ts[from & cq->q.mask];
+	}
 	ib_queue_free(&cq->q);
+	RTE_SWAP(cq->ts, r->ts);
 	cq->q = r->q;
 	cq->q.prod = cq->q.prod_cache = n;
 	cq->ibv.cqe = cq->q.size;
@@ -177,6 +217,15 @@ ib_cq_resize(struct ib_cq *cq, int cqe)
 		return EINVAL;
 	if (ib_queue_init(&r.q, cqe, sizeof(struct ibv_wc), SOCKET_ID_ANY) != 0)
 		return ENOMEM;
+	/* Allocated here: the engine must not wait on the allocator. */
+	if (cq->ts != NULL) {
+		r.ts = rte_zmalloc("ib_cq_ts", r.q.size * sizeof(*r.ts),
+				   RTE_CACHE_LINE_SIZE);
+		if (r.ts == NULL) {
+			ib_queue_free(&r.q);
+			return ENOMEM;
+		}
+	}
 	rte_spinlock_lock(&cq->poll_lock);
 	err = ib_engine_exec(cq->dev, cq_resize_apply, &r);
 	rte_spinlock_unlock(&cq->poll_lock);
@@ -184,5 +233,44 @@ ib_cq_resize(struct ib_cq *cq, int cqe)
 		err = r.err;
 	if (err)
 		ib_queue_free(&r.q);
+	rte_free(r.ts);		/* the old ring, or the unused new one */
 	return err;
+}
+
+/*
+ * Give the CQ completion timestamps. Called right after creation, before a
+ * QP can use the CQ, so the engine never sees ts appear under it.
+ */
+int
+ib_cq_timestamps(struct ib_cq *cq)
+{
+	struct timespec now;
+	uint64_t before, after;
+
+	cq->ts = rte_zmalloc("ib_cq_ts", cq->q.size * sizeof(*cq->ts),
+			     RTE_CACHE_LINE_SIZE);
+	if (cq->ts == NULL)
+		return ENOMEM;
+	/* The TSC halfway through reading the wall clock. */
+	before = rte_rdtsc();
+	clock_gettime(CLOCK_REALTIME, &now);
+	after = rte_rdtsc();
+	cq->ref_tsc = before + (after - before) / 2;
+	cq->ref_ns = (uint64_t)now.tv_sec * NS_PER_S + now.tv_nsec;
+	return 0;
+}
+
+/*
+ * A timestamp as CLOCK_REALTIME nanoseconds, by the TSC's rate from the
+ * reference pair. Signed, as a stamp from another CPU may precede the
+ * reference; whole seconds first so that the remainder times 1e9 stays
+ * below 2^63 (for clocks under 9 GHz) without 128-bit division.
+ */
+uint64_t
+ib_cq_ts_to_ns(const struct ib_cq *cq, uint64_t ts)
+{
+	int64_t hz = (int64_t)rte_get_tsc_hz();
+	int64_t d = (int64_t)(ts - cq->ref_tsc);
+
+	return cq->ref_ns + d / hz * NS_PER_S + d % hz * NS_PER_S / hz;
 }

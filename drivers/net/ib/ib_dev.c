@@ -231,12 +231,18 @@ ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *a)
 	a->max_qp_wr = IB_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
-			      IBV_DEVICE_CURR_QP_STATE_MOD;
+			      IBV_DEVICE_CURR_QP_STATE_MOD |
+			      /* Type 1 windows, and type 2 windows checked
+			       * against both the QP and the PD (2B).
+			       */
+			      IBV_DEVICE_MEM_WINDOW |
+			      IBV_DEVICE_MEM_WINDOW_TYPE_2B;
 	a->max_sge = IB_MAX_SGE;
 	a->max_sge_rd = IB_MAX_SGE;
 	a->max_cq = 65536;
 	a->max_cqe = IB_MAX_CQE;
 	a->max_mr = IB_MAX_MR - 1;
+	a->max_mw = IB_MAX_MR - 1;	/* MRs and MWs share the key table */
 	a->max_pd = IB_MAX_PD;
 	a->max_qp_rd_atom = IB_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = IB_MAX_RD_ATOMIC;

@@ -61,9 +61,19 @@ static struct ib_engine engine = {
 /* Set at the first device of an inline configuration. */
 int ib_engine_inline;
 
+/*
+ * After publishing work (a doorbell or control entry in a ring). The full
+ * fence orders that store before the load of `sleeping`; engine_sleep does
+ * the mirror image (store `sleeping`, then look at the rings). Without it
+ * the CPU may satisfy the load first (x86 reorders a store with a later
+ * load): the engine then finds the rings empty, this side finds it awake,
+ * and on the loopback device, which sleeps without a timeout, the work
+ * waits forever (seen as "engine did not answer" with both CPUs busy).
+ */
 static void
 engine_wake(void)
 {
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&engine.sleeping, __ATOMIC_SEQ_CST)) {
 		__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);
 		syscall(SYS_futex, &engine.wake_seq, FUTEX_WAKE_PRIVATE, 1,

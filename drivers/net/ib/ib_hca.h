@@ -120,13 +120,41 @@ struct ib_pd {
 	uint32_t refcnt;	/* MRs and QPs in it */
 };
 
+/* What a slot of the key table holds. */
+enum ib_key_kind {
+	IB_KEY_MR,
+	IB_KEY_MW,
+};
+
+/*
+ * A key-table entry: a memory region, or (kind IB_KEY_MW, inside struct
+ * ib_mw) a memory window, whose iova/length/access then describe the
+ * window as remote peers address it.
+ */
 struct ib_mr {
 	struct ibv_mr ibv;
 	uint64_t iova;		/* start of the region as keys address it */
 	uint8_t *addr;
 	uint64_t length;
 	uint32_t access;
-	uint32_t key;		/* index << 8 | generation */
+	uint32_t key;		/* index << 8 | generation (MW: bind tag) */
+	uint8_t kind;		/* enum ib_key_kind */
+	uint32_t nbound;	/* MR: windows bound to it (engine only) */
+};
+
+/*
+ * A memory window (IBA 10.6.7). Bound, it lets remote peers reach
+ * [k.iova, k.iova + k.length) with k.access; those bytes are the MR's from
+ * its address @base on. Its state changes only in the engine (binds and
+ * invalidations are executed there, in SQ order).
+ */
+struct ib_mw {
+	struct ib_mr k;		/* key-table entry; k.ibv.pd is the MW's PD */
+	struct ibv_mw ibv;
+	struct ib_mr *mr;	/* bound to, or NULL */
+	uint64_t base;		/* start of the window in the MR's addresses */
+	uint32_t qpn;		/* type 2: the QP it is bound to */
+	uint8_t valid;		/* bound and not invalidated */
 };
 
 struct ib_cq {
@@ -139,6 +167,13 @@ struct ib_cq {
 	uint32_t armed;			/* enum ib_cq_arm, one shot */
 	struct ib_evq *channel;		/* completion channel, or NULL */
 	struct ib_evq *async;		/* the context's async events */
+	/*
+	 * Completion timestamps (TSC), a ring parallel to q with its index
+	 * mask; NULL unless the CQ was created asking for them, so that
+	 * other CQs pay one predictable branch per completion.
+	 */
+	uint64_t *ts;
+	uint64_t last_ts;		/* engine: keeps ts monotonic */
 	struct ib_queue q;	/* of struct ibv_wc; engine produces */
 	/* Application threads only: kept off the engine's lines. */
 	rte_spinlock_t poll_lock __rte_cache_aligned;
@@ -148,9 +183,21 @@ struct ib_cq {
 	/* Extended polling (lib/verbs/cq_ex.c), under poll_lock. */
 	uint32_t ex_pos;		/* current entry, consumed at end_poll */
 	const struct ibv_wc *ex_cur;
+	/* TSC and CLOCK_REALTIME read together when ts was allocated:
+	 * the origin of the wall-clock conversion.
+	 */
+	uint64_t ref_tsc;
+	uint64_t ref_ns;
 };
 
-/* Send WQE as the application writes it into the SQ. */
+/*
+ * Send WQE as the application writes it into the SQ. UD keeps the AH in
+ * remote_addr, the destination QPN in rkey and the Q_Key in compare_add;
+ * SEND with Invalidate and LOCAL_INV the rkey to invalidate in rkey; a
+ * memory-window bind the new rkey in rkey, the window's address and length
+ * in remote_addr and compare_add, the MR's lkey << 32 | the MW's key index
+ * in swap (lkey 0: no MR) and the window's access flags in imm.
+ */
 struct ib_send_wqe {
 	uint64_t wr_id;
 	uint32_t opcode;	/* enum ibv_wr_opcode */
@@ -263,14 +310,21 @@ struct ib_comp {
  * A READ or atomic the responder still has to answer. Responses leave in
  * PSN order (IBA 9.7.5.1), so atomic ACKs queue behind READ data.
  */
+enum ib_job_kind {
+	IB_JOB_READ,		/* READ response data */
+	IB_JOB_ATOMIC_ACK,	/* an ATOMIC ACKNOWLEDGE carrying orig */
+	IB_JOB_ACK,		/* the ACK of an ATOMIC WRITE */
+};
+
 struct ib_read_job {
 	uint64_t va;
 	uint32_t rkey;
 	uint32_t length;
 	uint32_t offset;	/* bytes already sent */
 	uint32_t psn;		/* of the next response packet */
-	uint8_t atomic;		/* an ATOMIC ACKNOWLEDGE carrying orig */
+	uint8_t kind;		/* enum ib_job_kind */
 	uint8_t again;		/* answers a duplicate: may be dropped */
+	uint32_t msn;		/* of the AETH: as when the request ran */
 	uint64_t orig;
 };
 
@@ -297,7 +351,7 @@ struct ib_resp {
 	uint8_t comm_est;	/* IBV_EVENT_COMM_EST raised */
 	struct ib_sge_cursor cur;
 	/* Current WRITE. */
-	struct ib_mr *wmr;
+	uint32_t wkey;
 	uint64_t wva;
 	uint32_t wremain;
 	uint32_t wlen;
@@ -429,6 +483,7 @@ struct ib_dev {
 	struct ib_mr **mr_tbl;
 	uint8_t *mr_gen;
 	uint32_t next_mr;
+	uint32_t nmw;			/* memory windows allocated */
 
 	/* Engine side. */
 	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
@@ -460,6 +515,8 @@ static inline struct ib_srq *to_srq(struct ibv_srq *s)
 { return container_of(s, struct ib_srq, ibv); }
 static inline struct ib_ah *to_ah(struct ibv_ah *a)
 { return container_of(a, struct ib_ah, ibv); }
+static inline struct ib_mw *to_mw(struct ibv_mw *m)
+{ return container_of(m, struct ib_mw, ibv); }
 
 /* A CQE removed by the QP's transition to Reset: ibv_poll_cq skips it. */
 #define IB_CQE_PURGED	0xffffffffu
@@ -549,6 +606,15 @@ int ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags,
 struct ib_mr *ib_mr_lookup(struct ib_dev *dev, uint32_t key);
 int ib_mr_check(struct ib_mr *mr, struct ibv_pd *pd, uint64_t va,
 		uint64_t len, unsigned int access);
+uint8_t *ib_rkey_addr(struct ib_qp *qp, uint32_t rkey, uint64_t va,
+		      uint64_t len, unsigned int access);
+int ib_mw_alloc(struct ib_dev *dev, struct ib_pd *pd, enum ibv_mw_type type,
+		struct ib_mw **out);
+int ib_mw_dealloc(struct ib_dev *dev, struct ib_mw *mw);
+enum ibv_wc_status ib_mw_bind_exec(struct ib_qp *qp,
+				   const struct ib_send_wqe *w);
+int ib_mw_invalidate(struct ib_qp *qp, uint32_t rkey, int remote);
+void ib_mw_forget_qp(struct ib_qp *qp);
 int ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd,
 		const struct ibv_sge *sge, uint32_t nsge,
 		struct ib_sge_cursor *cur, uint8_t *buf, uint32_t len,
@@ -564,6 +630,8 @@ int ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited);
 int ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only);
 int ib_cq_resize(struct ib_cq *cq, int cqe);
 void ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn);
+int ib_cq_timestamps(struct ib_cq *cq);
+uint64_t ib_cq_ts_to_ns(const struct ib_cq *cq, uint64_t ts);
 
 /* ib_srq.c */
 int ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
@@ -617,6 +685,8 @@ uint32_t ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
 			    int *err);
 int ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 		       const struct ibv_send_wr *wr);
+int ib_bind_mw1(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		struct ibv_mw_bind *bind);
 
 /* ib_engine.c */
 int ib_engine_attach(struct ib_dev *dev);

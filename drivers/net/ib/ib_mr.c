@@ -35,12 +35,58 @@ access_ok(unsigned int access)
 	return 0;
 }
 
+/*
+ * Give @k a slot of the key table and its first key, and publish it. MRs
+ * and memory windows share the table: an rkey names either.
+ */
+static int
+key_publish(struct ib_dev *dev, struct ib_mr *k)
+{
+	uint32_t i, idx;
+
+	rte_spinlock_lock(&dev->ctl_lock);
+	for (i = 0; i < IB_MAX_MR; i++) {
+		idx = (dev->next_mr + i) % IB_MAX_MR;
+		if (idx != 0 && dev->mr_tbl[idx] == NULL)
+			break;
+	}
+	if (i == IB_MAX_MR) {
+		rte_spinlock_unlock(&dev->ctl_lock);
+		return ENOMEM;
+	}
+	dev->next_mr = idx + 1;
+	dev->mr_gen[idx]++;
+	k->key = idx << 8 | dev->mr_gen[idx];
+	__atomic_store_n(&dev->mr_tbl[idx], k, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&dev->ctl_lock);
+	return 0;
+}
+
+static void
+key_unpublish(struct ib_dev *dev, struct ib_mr *k)
+{
+	rte_spinlock_lock(&dev->ctl_lock);
+	__atomic_store_n(&dev->mr_tbl[k->key >> 8], NULL, __ATOMIC_RELEASE);
+	rte_spinlock_unlock(&dev->ctl_lock);
+}
+
+/* The key-table entry @key names now (an MR or a window), or NULL. */
+static struct ib_mr *
+key_lookup(struct ib_dev *dev, uint32_t key)
+{
+	struct ib_mr *k = __atomic_load_n(&dev->mr_tbl[(key >> 8) % IB_MAX_MR],
+					  __ATOMIC_ACQUIRE);
+
+	if (k == NULL || k->key != key)
+		return NULL;
+	return k;
+}
+
 int
 ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	  uint64_t iova, unsigned int access, struct ib_mr **out)
 {
 	struct ib_mr *mr;
-	uint32_t i, idx;
 
 	int err = access_ok(access);
 
@@ -52,20 +98,7 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	mr = rte_zmalloc("ib_mr", sizeof(*mr), 0);
 	if (mr == NULL)
 		return ENOMEM;
-	rte_spinlock_lock(&dev->ctl_lock);
-	for (i = 0; i < IB_MAX_MR; i++) {
-		idx = (dev->next_mr + i) % IB_MAX_MR;
-		if (idx != 0 && dev->mr_tbl[idx] == NULL)
-			break;
-	}
-	if (i == IB_MAX_MR) {
-		rte_spinlock_unlock(&dev->ctl_lock);
-		rte_free(mr);
-		return ENOMEM;
-	}
-	dev->next_mr = idx + 1;
-	dev->mr_gen[idx]++;
-	mr->key = idx << 8 | dev->mr_gen[idx];
+	mr->kind = IB_KEY_MR;
 	mr->addr = addr;
 	mr->length = len;
 	mr->iova = iova;
@@ -73,10 +106,12 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	mr->ibv.pd = &pd->ibv;
 	mr->ibv.addr = addr;
 	mr->ibv.length = len;
+	if (key_publish(dev, mr) != 0) {
+		rte_free(mr);
+		return ENOMEM;
+	}
 	mr->ibv.lkey = mr->key;
 	mr->ibv.rkey = mr->key;
-	__atomic_store_n(&dev->mr_tbl[idx], mr, __ATOMIC_RELEASE);
-	rte_spinlock_unlock(&dev->ctl_lock);
 
 	/*
 	 * Pinning is what lets a NIC DMA into the region; the engine itself
@@ -89,14 +124,37 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	return 0;
 }
 
+struct mr_unpublish {
+	struct ib_dev *dev;
+	struct ib_mr *mr;
+	int err;
+};
+
+/*
+ * Engine: binds run there, so the count of windows bound is exact here
+ * and no bind can slip in between the check and the removal.
+ */
+static void
+mr_unpublish_apply(void *arg)
+{
+	struct mr_unpublish *u = arg;
+
+	u->err = u->mr->nbound != 0 ? EBUSY : 0;
+	if (u->err == 0)
+		key_unpublish(u->dev, u->mr);
+}
+
+/* ibv_dereg_mr(3): fails (EBUSY) while a memory window is bound to it. */
 int
 ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
 {
-	uint32_t idx = mr->key >> 8;
+	struct mr_unpublish u = { .dev = dev, .mr = mr };
+	int err = ib_engine_exec(dev, mr_unpublish_apply, &u);
 
-	rte_spinlock_lock(&dev->ctl_lock);
-	__atomic_store_n(&dev->mr_tbl[idx], NULL, __ATOMIC_RELEASE);
-	rte_spinlock_unlock(&dev->ctl_lock);
+	if (err == 0)
+		err = u.err;
+	if (err)
+		return err;
 	/* Past a quiescent point of the engine no packet uses the MR. */
 	ib_engine_quiesce(dev);
 	if (mr->length != 0)
@@ -105,15 +163,13 @@ ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
 	return 0;
 }
 
+/* The MR of an lkey or rkey; a window's key is never an lkey. */
 struct ib_mr *
 ib_mr_lookup(struct ib_dev *dev, uint32_t key)
 {
-	struct ib_mr *mr = __atomic_load_n(&dev->mr_tbl[(key >> 8) %
-					   IB_MAX_MR], __ATOMIC_ACQUIRE);
+	struct ib_mr *mr = key_lookup(dev, key);
 
-	if (mr == NULL || mr->key != key)
-		return NULL;
-	return mr;
+	return mr != NULL && mr->kind == IB_KEY_MR ? mr : NULL;
 }
 
 /* PD, access rights and bounds of [va, va + len) against @mr. */
@@ -197,14 +253,23 @@ struct mr_rereg {
 	uint8_t *addr;
 	uint64_t length;
 	unsigned int access;
+	int err;
 };
 
-/* Engine: the new attributes apply from the next packet on. */
+/*
+ * Engine: the new attributes apply from the next packet on. A window bound
+ * to the MR was checked against what it is now: while one is bound the MR
+ * cannot change (EBUSY), as it cannot be deregistered.
+ */
 static void
 mr_rereg_apply(void *arg)
 {
 	struct mr_rereg *r = arg;
 	struct ib_mr *mr = r->mr;
+
+	r->err = mr->nbound != 0 ? EBUSY : 0;
+	if (r->err)
+		return;
 
 	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->addr = r->addr;
@@ -243,6 +308,8 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (err = access_ok(access)))
 		return err;
 	err = ib_engine_exec(dev, mr_rereg_apply, &r);
+	if (err == 0)
+		err = r.err;
 	if (err)
 		return err;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
@@ -253,5 +320,207 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 		mr->ibv.addr = addr;
 		mr->ibv.length = len;
 	}
+	return 0;
+}
+
+/*
+ * Remote access through @rkey - an MR's, or a bound window's - to
+ * [va, va + len) with @access for a request that arrived on @qp: the
+ * address of the first byte, or NULL when any check fails (IBA 10.6.3.2:
+ * key, PD, access rights, bounds; 10.6.7: a type 2 window answers only
+ * the QP it is bound to).
+ */
+uint8_t *
+ib_rkey_addr(struct ib_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+	     unsigned int access)
+{
+	struct ib_mr *k = key_lookup(qp->dev, rkey);
+	struct ib_mw *mw;
+
+	if (ib_mr_check(k, qp->ibv.pd, va, len, access) != 0)
+		return NULL;
+	if (k->kind == IB_KEY_MR)
+		return k->addr + (va - k->iova);
+	mw = container_of(k, struct ib_mw, k);
+	if (!mw->valid ||
+	    (mw->ibv.type == IBV_MW_TYPE_2 && mw->qpn != qp->ibv.qp_num))
+		return NULL;
+	return mw->mr->addr + (mw->base - mw->mr->iova) + (va - k->iova);
+}
+
+/* ibv_alloc_mw(3): an unbound window of @type in @pd. */
+int
+ib_mw_alloc(struct ib_dev *dev, struct ib_pd *pd, enum ibv_mw_type type,
+	    struct ib_mw **out)
+{
+	struct ib_mw *mw;
+
+	if (type != IBV_MW_TYPE_1 && type != IBV_MW_TYPE_2)
+		return EINVAL;
+	mw = rte_zmalloc("ib_mw", sizeof(*mw), 0);
+	if (mw == NULL)
+		return ENOMEM;
+	mw->k.kind = IB_KEY_MW;
+	mw->k.ibv.pd = &pd->ibv;
+	if (key_publish(dev, &mw->k) != 0) {
+		rte_free(mw);
+		return ENOMEM;
+	}
+	__atomic_fetch_add(&dev->nmw, 1, __ATOMIC_RELAXED);
+	mw->ibv.pd = &pd->ibv;
+	mw->ibv.rkey = mw->k.key;
+	mw->ibv.handle = mw->k.key >> 8;
+	mw->ibv.type = type;
+	*out = mw;
+	return 0;
+}
+
+/* Engine: the window stops granting access and lets go of its MR. */
+static void
+mw_unbind(struct ib_mw *mw)
+{
+	if (!mw->valid)
+		return;
+	mw->valid = 0;
+	mw->mr->nbound--;
+	mw->mr = NULL;
+}
+
+struct mw_dealloc {
+	struct ib_dev *dev;
+	struct ib_mw *mw;
+};
+
+static void
+mw_dealloc_apply(void *arg)
+{
+	struct mw_dealloc *d = arg;
+
+	mw_unbind(d->mw);
+	key_unpublish(d->dev, &d->mw->k);
+}
+
+/* ibv_dealloc_mw(3): unbinds (an invalidation) and frees. */
+int
+ib_mw_dealloc(struct ib_dev *dev, struct ib_mw *mw)
+{
+	struct mw_dealloc d = { .dev = dev, .mw = mw };
+	int err = ib_engine_exec(dev, mw_dealloc_apply, &d);
+
+	if (err)
+		return err;
+	ib_engine_quiesce(dev);
+	__atomic_fetch_sub(&dev->nmw, 1, __ATOMIC_RELAXED);
+	rte_free(mw);
+	return 0;
+}
+
+/*
+ * Engine, when @qp is destroyed: the type 2 windows bound to it are
+ * invalidated, so that a later QP given the same number cannot use them.
+ */
+void
+ib_mw_forget_qp(struct ib_qp *qp)
+{
+	struct ib_dev *dev = qp->dev;
+	uint32_t i;
+
+	if (__atomic_load_n(&dev->nmw, __ATOMIC_RELAXED) == 0 ||
+	    qp->ibv.qp_type == IBV_QPT_UD)
+		return;
+	for (i = 1; i < IB_MAX_MR; i++) {
+		struct ib_mr *k = __atomic_load_n(&dev->mr_tbl[i],
+						  __ATOMIC_ACQUIRE);
+		struct ib_mw *mw;
+
+		if (k == NULL || k->kind != IB_KEY_MW)
+			continue;
+		mw = container_of(k, struct ib_mw, k);
+		if (mw->ibv.type == IBV_MW_TYPE_2 && mw->valid &&
+		    mw->qpn == qp->ibv.qp_num)
+			mw_unbind(mw);
+	}
+}
+
+#define MW_ACCESS (IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE | \
+	IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_ZERO_BASED)
+
+/*
+ * Engine, in SQ order: execute the bind WQE @w posted on @qp (IBA
+ * 10.6.7.2 and ibv_bind_mw(3)). A type 1 window may be bound again, and a
+ * bind without an MR invalidates it; a type 2 window must be free, takes
+ * the rkey the WR names (same index, new tag) and serves only @qp. The MR
+ * must allow binding, hold the whole window, and have local write when the
+ * window grants remote write or atomics. A failed bind changes nothing.
+ */
+enum ibv_wc_status
+ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
+{
+	struct ib_dev *dev = qp->dev;
+	struct ib_mr *k = __atomic_load_n(&dev->mr_tbl[(uint32_t)w->swap %
+						       IB_MAX_MR],
+					  __ATOMIC_ACQUIRE);
+	uint32_t lkey = w->swap >> 32, access = (uint32_t)w->imm;
+	uint64_t addr = w->remote_addr, len = w->compare_add;
+	struct ib_mw *mw;
+	struct ib_mr *mr;
+
+	if (k == NULL || k->kind != IB_KEY_MW || (w->rkey >> 8) != (k->key >> 8))
+		return IBV_WC_MW_BIND_ERR;
+	mw = container_of(k, struct ib_mw, k);
+	if (mw->ibv.pd != qp->ibv.pd || (access & ~MW_ACCESS))
+		return IBV_WC_MW_BIND_ERR;
+	if (mw->ibv.type == IBV_MW_TYPE_2 && (mw->valid || lkey == 0))
+		return IBV_WC_MW_BIND_ERR;
+	if (lkey == 0) {
+		if (addr != 0 || len != 0)
+			return IBV_WC_MW_BIND_ERR;
+		mw_unbind(mw);		/* type 1, zero length */
+		k->key = w->rkey;
+		return IBV_WC_SUCCESS;
+	}
+	mr = ib_mr_lookup(dev, lkey);
+	if (mr == NULL || mr->ibv.pd != mw->ibv.pd ||
+	    !(mr->access & IBV_ACCESS_MW_BIND))
+		return IBV_WC_MW_BIND_ERR;
+	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
+	    !(mr->access & IBV_ACCESS_LOCAL_WRITE))
+		return IBV_WC_MW_BIND_ERR;
+	if (addr < mr->iova || len > mr->length ||
+	    addr - mr->iova > mr->length - len)
+		return IBV_WC_MW_BIND_ERR;
+	mw_unbind(mw);
+	mr->nbound++;
+	mw->mr = mr;
+	mw->base = addr;
+	k->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : addr;
+	k->length = len;
+	k->access = access & ~IBV_ACCESS_ZERO_BASED;
+	k->key = w->rkey;
+	mw->qpn = qp->ibv.qp_num;
+	mw->valid = 1;
+	return IBV_WC_SUCCESS;
+}
+
+/*
+ * Engine: invalidate the type 2 window @rkey for @qp - LOCAL_INV, or (with
+ * @remote) a SEND with Invalidate, which may only name a window bound to
+ * the QP it arrives on (IBA 10.6.7.2.6). -EINVAL when @rkey is not a valid
+ * type 2 window of the QP's PD: type 1 windows and MRs cannot be
+ * invalidated (dpib has no fast-registration MRs).
+ */
+int
+ib_mw_invalidate(struct ib_qp *qp, uint32_t rkey, int remote)
+{
+	struct ib_mr *k = key_lookup(qp->dev, rkey);
+	struct ib_mw *mw;
+
+	if (k == NULL || k->kind != IB_KEY_MW)
+		return -EINVAL;
+	mw = container_of(k, struct ib_mw, k);
+	if (mw->ibv.type != IBV_MW_TYPE_2 || !mw->valid ||
+	    mw->ibv.pd != qp->ibv.pd || (remote && mw->qpn != qp->ibv.qp_num))
+		return -EINVAL;
+	mw_unbind(mw);
 	return 0;
 }

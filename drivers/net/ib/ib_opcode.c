@@ -74,6 +74,12 @@ struct ib_opcode_info ib_opcode[256] = {
 		IB_M_RC | SEND_F | IB_M_LAST | IB_M_COMP | IB_M_IETH },
 	[IB_RC_SEND_ONLY_INV] = { "RC_SEND_ONLY_WITH_INVALIDATE",
 		IB_M_RC | SEND_F | IB_M_ONLY | IB_M_COMP | IB_M_IETH },
+	/* IBA 1.5: an 8-byte write executed as one store, acknowledged like
+	 * an RDMA WRITE but holding a responder resource like READ.
+	 */
+	[IB_RC_ATOMIC_WRITE] = { "RC_ATOMIC_WRITE",
+		IB_M_RC | IB_M_REQ | IB_M_ATOMIC_WR | IB_M_ONLY | IB_M_RETH |
+		IB_M_PAYLOAD },
 
 	[IB_UC_SEND_FIRST] = { "UC_SEND_FIRST", IB_M_UC | SEND_F | IB_M_FIRST },
 	[IB_UC_SEND_MIDDLE] = { "UC_SEND_MIDDLE", IB_M_UC | SEND_F | IB_M_MIDDLE },
@@ -134,9 +140,15 @@ static const uint32_t wr_ops_by_qpt[] = {
 	[IBV_QPT_RC] = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |
 		1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM |
 		1u << IBV_WR_RDMA_READ | 1u << IBV_WR_ATOMIC_CMP_AND_SWP |
-		1u << IBV_WR_ATOMIC_FETCH_AND_ADD,
+		1u << IBV_WR_ATOMIC_FETCH_AND_ADD | 1u << IBV_WR_LOCAL_INV |
+		1u << IBV_WR_BIND_MW | 1u << IBV_WR_SEND_WITH_INV |
+		1u << IBV_WR_ATOMIC_WRITE,
+	/* The table also lists SEND_WITH_INV for UC, but IBA defines no UC
+	 * opcode that carries an IETH: dpib refuses it there (EINVAL).
+	 */
 	[IBV_QPT_UC] = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM |
-		1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM,
+		1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM |
+		1u << IBV_WR_LOCAL_INV | 1u << IBV_WR_BIND_MW,
 	[IBV_QPT_UD] = 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM,
 };
 

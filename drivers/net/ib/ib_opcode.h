@@ -35,6 +35,7 @@ enum ib_opcode {
 	IB_RC_FETCH_ADD			= 0x14,
 	IB_RC_SEND_LAST_INV		= 0x16,
 	IB_RC_SEND_ONLY_INV		= 0x17,
+	IB_RC_ATOMIC_WRITE		= 0x1d,	/* IBA 1.5 */
 
 	IB_UC_SEND_FIRST		= 0x20,
 	IB_UC_SEND_MIDDLE		= 0x21,
@@ -93,6 +94,7 @@ enum ib_opmask {
 	IB_M_UC		= 1u << 21,
 	IB_M_UD		= 1u << 22,
 	IB_M_CNP	= 1u << 23,
+	IB_M_ATOMIC_WR	= 1u << 24,	/* ATOMIC WRITE */
 };
 
 struct ib_opcode_info {

@@ -24,6 +24,42 @@ is_atomic(int opcode)
 	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
 }
 
+/*
+ * A bind WR (ibv_post_send(3) bind_mw, ibv_bind_mw(3)): the window, its MR
+ * and the new rkey travel in the WQE; the engine checks them in SQ order.
+ * Only type 2 windows are bound through the SQ; @type1 is set for
+ * ibv_bind_mw, which binds type 1 windows.
+ */
+static int
+build_bind_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
+	       struct ib_send_wqe *w, int type1)
+{
+	const struct ibv_mw_bind_info *b = &wr->bind_mw.bind_info;
+	struct ibv_mw *mw = wr->bind_mw.mw;
+
+	if (mw == NULL || mw->context != qp->ibv.context ||
+	    mw->type != (type1 ? IBV_MW_TYPE_1 : IBV_MW_TYPE_2))
+		return EINVAL;
+	if (b->mr == NULL && (b->addr != 0 || b->length != 0))
+		return EINVAL;
+	if (b->mr != NULL && b->mr->context != qp->ibv.context)
+		return EINVAL;
+	w->wr_id = wr->wr_id;
+	w->opcode = IBV_WR_BIND_MW;
+	w->flags = wr->send_flags & ~IBV_SEND_INLINE;
+	if (qp->sq_sig_all)
+		w->flags |= IBV_SEND_SIGNALED;
+	w->length = 0;
+	w->num_sge = 0;
+	w->rkey = wr->bind_mw.rkey;
+	w->remote_addr = b->addr;
+	w->compare_add = b->length;
+	w->swap = (uint64_t)(b->mr != NULL ? b->mr->lkey : 0) << 32 |
+		  to_mw(mw)->k.key >> 8;
+	w->imm = b->mw_access_flags;
+	return 0;
+}
+
 /* Validate one send WR and write it into @w. */
 static int
 build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
@@ -34,6 +70,8 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 
 	if (!ib_wr_opcode_valid(qp->ibv.qp_type, wr->opcode))
 		return EINVAL;
+	if (wr->opcode == IBV_WR_BIND_MW)
+		return build_bind_wqe(qp, wr, w, 0);
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
 	for (i = 0; i < wr->num_sge; i++)
@@ -42,6 +80,11 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		return EINVAL;
 	if (is_atomic(wr->opcode) &&
 	    ((wr->wr.atomic.remote_addr & 7) != 0 || total != 8))
+		return EINVAL;
+	/* IBA 1.5 ATOMIC WRITE: 8 bytes; their alignment is the responder's
+	 * to check (a misaligned one is NAKed as an invalid request).
+	 */
+	if (wr->opcode == IBV_WR_ATOMIC_WRITE && total != 8)
 		return EINVAL;
 
 	w->wr_id = wr->wr_id;
@@ -63,6 +106,10 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		w->rkey = wr->wr.atomic.rkey;
 		w->compare_add = wr->wr.atomic.compare_add;
 		w->swap = wr->wr.atomic.swap;
+	} else if (wr->opcode == IBV_WR_SEND_WITH_INV ||
+		   wr->opcode == IBV_WR_LOCAL_INV) {
+		w->rkey = wr->invalidate_rkey;
+		w->imm = 0;
 	} else {
 		w->remote_addr = wr->wr.rdma.remote_addr;
 		w->rkey = wr->wr.rdma.rkey;
@@ -73,7 +120,8 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 	    !is_atomic(wr->opcode)) {
 		uint8_t *dst = w->inline_data;
 
-		if (total > qp->max_inline)
+		/* An ATOMIC WRITE's 8 bytes fit any slot (one SGE's room). */
+		if (total > qp->max_inline && wr->opcode != IBV_WR_ATOMIC_WRITE)
 			return EINVAL;
 		for (i = 0; i < wr->num_sge; i++) {
 			rte_memcpy(dst, (void *)(uintptr_t)wr->sg_list[i].addr,
@@ -146,11 +194,22 @@ ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
 	return prod;
 }
 
-int
-ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-	     struct ibv_send_wr **bad)
+/*
+ * A bind WR's window takes its new rkey when the WR is posted
+ * (ibv_bind_mw(3): the caller restores it if the bind completes in error).
+ */
+static void
+bind_posted(const struct ibv_send_wr *wr)
 {
-	struct ib_qp *qp = to_qp(ibqp);
+	if (wr->opcode == IBV_WR_BIND_MW)
+		wr->bind_mw.mw->rkey = wr->bind_mw.rkey;
+}
+
+/* @type1: the list is ibv_bind_mw's single WR binding a type 1 window. */
+static int
+post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
+	  int type1)
+{
 	struct ib_queue *q = &qp->sq;
 	int state = qp_state(qp);
 	uint32_t prod;
@@ -167,9 +226,11 @@ ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 			err = ENOMEM;
 			break;
 		}
-		err = build_send_wqe(qp, wr, sq_wqe(qp, prod));
+		err = type1 ? build_bind_wqe(qp, wr, sq_wqe(qp, prod), 1) :
+			      build_send_wqe(qp, wr, sq_wqe(qp, prod));
 		if (err)
 			break;
+		bind_posted(wr);
 		prod++;
 	}
 	if (prod != q->prod) {
@@ -189,6 +250,34 @@ ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
 	if (err)
 		*bad = wr;
 	return err;
+}
+
+int
+ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+	     struct ibv_send_wr **bad)
+{
+	return post_send(to_qp(ibqp), wr, bad, 0);
+}
+
+/*
+ * ibv_bind_mw(3), type 1: a bind WR on @ibqp's SQ with the next tag of the
+ * window's rkey (ibv_inc_rkey); the caller's inline checks (type, PD of
+ * the MR, length without an MR) have run.
+ */
+int
+ib_bind_mw1(struct ibv_qp *ibqp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = bind->wr_id,
+		.opcode = IBV_WR_BIND_MW,
+		.send_flags = bind->send_flags,
+		.bind_mw = { .mw = mw, .rkey = ibv_inc_rkey(mw->rkey),
+			     .bind_info = bind->bind_info },
+	}, *bad;
+
+	if (!ib_wr_opcode_valid(ibqp->qp_type, IBV_WR_BIND_MW))
+		return EINVAL;
+	return post_send(to_qp(ibqp), &wr, &bad, 1);
 }
 
 int
@@ -230,10 +319,14 @@ ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 {
 	struct ib_queue *q = &qp->sq;
 	int state = qp_state(qp);
+	int err;
 
 	if (!sq_accepts(state))
 		return EINVAL;
 	if (ring_full(q, idx))
 		return ENOMEM;
-	return build_send_wqe(qp, wr, sq_wqe(qp, idx));
+	err = build_send_wqe(qp, wr, sq_wqe(qp, idx));
+	if (err == 0)
+		bind_posted(wr);
+	return err;
 }

@@ -18,6 +18,7 @@ enum req_state {
 	REQ_CHECK_LOCAL,	/* first packet: validate the local buffers */
 	REQ_SEND_PACKET,	/* build and queue one packet */
 	REQ_WQE_SENT,		/* every packet of the WQE is out */
+	REQ_LOCAL_DONE,		/* a bind or local invalidate was executed */
 	REQ_ERR_LOCAL_PROT,	/* C10-86: local protection error */
 	REQ_ERR_LOCAL_LEN,	/* UD message longer than the path MTU */
 	REQ_STOP,		/* out of budget, room or credit */
@@ -28,17 +29,36 @@ static const char *const req_state_name[] = {
 	[REQ_CHECK_LOCAL] = "CHECK_LOCAL",
 	[REQ_SEND_PACKET] = "SEND_PACKET",
 	[REQ_WQE_SENT] = "WQE_SENT",
+	[REQ_LOCAL_DONE] = "LOCAL_DONE",
 	[REQ_ERR_LOCAL_PROT] = "ERR_LOCAL_PROT",
 	[REQ_ERR_LOCAL_LEN] = "ERR_LOCAL_LEN",
 	[REQ_STOP] = "STOP",
 };
 
+/* Requests that hold a responder resource (max_rd_atomic credits). */
 static int
 wr_is_read_atomic(uint32_t opcode)
 {
 	return opcode == IBV_WR_RDMA_READ ||
 	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == IBV_WR_ATOMIC_WRITE;
+}
+
+/* Requests whose local buffers receive data: READ and the atomics. */
+static int
+wr_writes_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
 	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* Executed by the requester itself: nothing goes on the wire. */
+static int
+wr_is_local(uint32_t opcode)
+{
+	return opcode == IBV_WR_BIND_MW || opcode == IBV_WR_LOCAL_INV;
 }
 
 static uint32_t
@@ -49,6 +69,19 @@ wqe_npkts(const struct ib_qp *qp, const struct ib_send_wqe *w)
 	    qp->ibv.qp_type == IBV_QPT_UD)
 		return 1;
 	return (w->length + qp->path.mtu - 1) / qp->path.mtu;
+}
+
+/*
+ * A local operation, run when the requester reaches it in SQ order: the
+ * WQE completes with the returned status once those before it have.
+ */
+static enum ibv_wc_status
+exec_local(struct ib_qp *qp, const struct ib_send_wqe *w)
+{
+	if (w->opcode == IBV_WR_BIND_MW)
+		return ib_mw_bind_exec(qp, w);
+	return ib_mw_invalidate(qp, w->rkey, 0) == 0 ? IBV_WC_SUCCESS :
+	       IBV_WC_LOC_QP_OP_ERR;
 }
 
 /* BTH opcode of the packet at @first/@last of a SEND or WRITE message. */
@@ -69,6 +102,12 @@ req_opcode(const struct ib_send_wqe *w, int first, int last)
 		if (last)
 			return first ? IB_RC_SEND_ONLY_IMM : IB_RC_SEND_LAST_IMM;
 		return send[first][last];
+	case IBV_WR_SEND_WITH_INV:
+		if (last)
+			return first ? IB_RC_SEND_ONLY_INV : IB_RC_SEND_LAST_INV;
+		return send[first][last];
+	case IBV_WR_ATOMIC_WRITE:
+		return IB_RC_ATOMIC_WRITE;
 	case IBV_WR_RDMA_WRITE:
 		return write[first][last];
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -88,7 +127,7 @@ req_opcode(const struct ib_send_wqe *w, int first, int last)
 static int
 check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 {
-	unsigned int access = wr_is_read_atomic(w->opcode) ?
+	unsigned int access = wr_writes_local(w->opcode) ?
 			      IBV_ACCESS_LOCAL_WRITE : 0;
 	uint32_t i;
 
@@ -156,7 +195,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 
 	if (qp->ibv.qp_type == IBV_QPT_UD)
 		return send_ud(qp, w);
-	if (!wr_is_read_atomic(w->opcode)) {
+	if (!wr_writes_local(w->opcode)) {
 		chunk = RTE_MIN(qp->path.mtu, w->length - qp->req.offset);
 		last = qp->req.offset + chunk == w->length;
 	}
@@ -174,6 +213,9 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 			 w->remote_addr, w->rkey, w->length);
 	if (mask & IB_M_IMMDT)
 		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
+	if (mask & IB_M_IETH)
+		*(rte_be32_t *)(bth + info->offset[IB_HDR_IETH]) =
+			rte_cpu_to_be_32(w->rkey);
 	if (mask & IB_M_ATMETH) {
 		struct ib_atmeth *a = (void *)(bth + info->offset[IB_HDR_ATMETH]);
 
@@ -272,6 +314,16 @@ ib_req_run(struct ib_qp *qp)
 			}
 			break;
 		case REQ_CHECK_LOCAL:
+			if (wr_is_local(w->opcode)) {
+				/* Once: a go-back-N rewind walks over it again. */
+				if (!ib_sent_whole(qp, qp->req.wqe_idx))
+					st->status = exec_local(qp, w);
+				st->npkts = 0;
+				st->first_psn = (qp->req.psn - 1) & IB_PSN_MASK;
+				st->last_psn = st->first_psn;
+				state = REQ_LOCAL_DONE;
+				break;
+			}
 			if (!(w->flags & IBV_SEND_INLINE) &&
 			    check_local(qp, w) != 0) {
 				st->npkts = 0;
@@ -314,6 +366,15 @@ ib_req_run(struct ib_qp *qp)
 				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 			}
 			state = REQ_NEXT_WQE;
+			break;
+		case REQ_LOCAL_DONE:
+			qp->req.wqe_idx++;
+			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
+				qp->req.hw_idx = qp->req.wqe_idx;
+			if (qp->ibv.qp_type != IBV_QPT_RC)
+				qp->comp.acked_psn = st->last_psn;
+			ib_comp_kick(qp);
+			state = st->status ? REQ_STOP : REQ_NEXT_WQE;
 			break;
 		case REQ_ERR_LOCAL_LEN:
 			st->status = IBV_WC_LOC_LEN_ERR;

@@ -27,6 +27,7 @@ enum resp_state {
 	RESP_ERR_REM_ACCESS,	/* class C: NAK remote access error */
 	RESP_ERR_REM_OP,	/* class C: NAK remote operational error */
 	RESP_ERR_LENGTH,	/* local length error, NAK invalid request */
+	RESP_ERR_INVALIDATE,	/* SEND with Invalidate of a bad rkey */
 	RESP_DONE,
 };
 
@@ -45,6 +46,7 @@ static const char *const resp_state_name[] = {
 	[RESP_ERR_REM_ACCESS] = "ERR_REM_ACCESS",
 	[RESP_ERR_REM_OP] = "ERR_REM_OP",
 	[RESP_ERR_LENGTH] = "ERR_LENGTH",
+	[RESP_ERR_INVALIDATE] = "ERR_INVALIDATE",
 	[RESP_DONE] = "DONE",
 };
 
@@ -179,7 +181,7 @@ check_resource(struct ib_qp *qp, struct resp_pkt *p)
 			qp->resp.cur.idx = qp->resp.cur.off = 0;
 		}
 	}
-	if (p->mask & (IB_M_READ | IB_M_ATOMIC)) {
+	if (p->mask & (IB_M_READ | IB_M_ATOMIC | IB_M_ATOMIC_WR)) {
 		struct ib_resp *r = &qp->resp;
 		uint32_t max = RTE_MIN((uint32_t)qp->attr.max_dest_rd_atomic,
 				       (uint32_t)IB_MAX_READ_JOBS);
@@ -202,7 +204,6 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 	unsigned int access;
 	uint64_t va, len;
 	uint32_t rkey;
-	struct ib_mr *mr;
 
 	if (p->mask & IB_M_RETH) {
 		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
@@ -212,6 +213,10 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		len = reth_len(r);
 		access = (p->mask & IB_M_READ) ? IBV_ACCESS_REMOTE_READ :
 						 IBV_ACCESS_REMOTE_WRITE;
+		/* ATOMIC WRITE: 8 bytes at an 8-byte aligned address. */
+		if ((p->mask & IB_M_ATOMIC_WR) &&
+		    (len != 8 || p->paylen != 8 || (va & 7)))
+			return RESP_ERR_INVALID_REQ;
 	} else if (p->mask & IB_M_ATMETH) {
 		struct ib_atmeth *a = (void *)(p->bth +
 					       p->info->offset[IB_HDR_ATMETH]);
@@ -229,15 +234,11 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		return RESP_ERR_INVALID_REQ;
 	if (!(qp->attr.qp_access_flags & access))
 		return RESP_ERR_REM_ACCESS;
-	if (len == 0) {			/* 9.4.3: no key check for 0 bytes */
-		mr = NULL;
-	} else {
-		mr = ib_mr_lookup(qp->dev, rkey);
-		if (ib_mr_check(mr, qp->ibv.pd, va, len, access) != 0)
-			return RESP_ERR_REM_ACCESS;
-	}
+	/* 9.4.3: no key check for 0 bytes. */
+	if (len != 0 && ib_rkey_addr(qp, rkey, va, len, access) == NULL)
+		return RESP_ERR_REM_ACCESS;
 	if (p->mask & IB_M_WRITE) {
-		qp->resp.wmr = mr;
+		qp->resp.wkey = rkey;
 		qp->resp.wva = va;
 		qp->resp.wremain = len;
 		qp->resp.wlen = len;
@@ -267,18 +268,20 @@ exec_send(struct ib_qp *qp, struct resp_pkt *p)
 static enum resp_state
 exec_write(struct ib_qp *qp, struct resp_pkt *p)
 {
-	struct ib_mr *mr = qp->resp.wmr;
-
 	if (p->paylen > qp->resp.wremain)
 		return RESP_ERR_INVALID_REQ;	/* longer than the RETH said */
 	if ((p->mask & IB_M_LAST) && p->paylen != qp->resp.wremain)
 		return RESP_ERR_INVALID_REQ;	/* shorter */
 	if (p->paylen) {
-		/* The MR may have been deregistered since the first packet. */
-		if (ib_mr_lookup(qp->dev, mr->key) != mr)
+		/* The MR or window may have changed since the first packet
+		 * (deregistered, re-registered, invalidated): check again.
+		 */
+		uint8_t *dst = ib_rkey_addr(qp, qp->resp.wkey, qp->resp.wva,
+					    p->paylen, IBV_ACCESS_REMOTE_WRITE);
+
+		if (dst == NULL)
 			return RESP_ERR_REM_ACCESS;
-		rte_memcpy(mr->addr + (qp->resp.wva - mr->iova), p->payload,
-			   p->paylen);
+		rte_memcpy(dst, p->payload, p->paylen);
 	}
 	qp->resp.wva += p->paylen;
 	qp->resp.wremain -= p->paylen;
@@ -288,15 +291,24 @@ exec_write(struct ib_qp *qp, struct resp_pkt *p)
 	return (p->mask & IB_M_IMMDT) ? RESP_COMPLETE : RESP_ACKNOWLEDGE;
 }
 
-/* Queue a response job: READ data, or an atomic's original value. */
+/*
+ * Queue a response job (READ data, an atomic's original value, an ATOMIC
+ * WRITE's ACK) for the request at @psn, answered with the MSN as it is now.
+ * An ACK held back for an earlier PSN is dropped: the response, which
+ * leaves after it would have, acknowledges everything before it (IBA
+ * 9.7.5.1.1), and sending the ACK after the response broke PSN order.
+ */
 static struct ib_read_job *
 job_push(struct ib_qp *qp, uint32_t psn)
 {
 	struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head++ %
 					     IB_MAX_READ_JOBS];
 
+	if (qp->resp.ack_pending && psn_diff(psn, qp->resp.ack_psn) > 0)
+		qp->resp.ack_pending = 0;
 	memset(j, 0, sizeof(*j));
 	j->psn = psn;
+	j->msn = qp->resp.msn;
 	ib_engine_activate(qp);
 	return j;
 }
@@ -305,9 +317,9 @@ static enum resp_state
 exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 {
 	struct ib_atmeth *a = (void *)(p->bth + p->info->offset[IB_HDR_ATMETH]);
-	struct ib_mr *mr = ib_mr_lookup(qp->dev, rte_be_to_cpu_32(a->rkey));
-	uint64_t va = rte_be_to_cpu_64(a->va);
-	uint64_t *addr = (uint64_t *)(mr->addr + (va - mr->iova));
+	uint64_t *addr = (uint64_t *)ib_rkey_addr(qp, rte_be_to_cpu_32(a->rkey),
+						  rte_be_to_cpu_64(a->va), 8,
+						  IBV_ACCESS_REMOTE_ATOMIC);
 	uint64_t orig, swap_add = rte_be_to_cpu_64(a->swap_add);
 	uint8_t op = bth_opcode((struct ib_bth *)p->bth);
 	struct ib_atomic_replay *r;
@@ -326,8 +338,29 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 	r->orig = orig;
 	r->valid = 1;
 	j = job_push(qp, p->psn);
-	j->atomic = 1;
+	j->kind = IB_JOB_ATOMIC_ACK;
 	j->orig = orig;
+	return RESP_DONE;
+}
+
+/*
+ * ATOMIC WRITE (IBA 1.5): the 8 payload bytes land in one aligned store,
+ * so a reader sees all of the old value or all of the new. The ACK queues
+ * behind earlier READ responses; a duplicate is acknowledged again without
+ * writing (resp_duplicate).
+ */
+static enum resp_state
+exec_atomic_write(struct ib_qp *qp, struct resp_pkt *p)
+{
+	struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
+	uint64_t *addr = (uint64_t *)ib_rkey_addr(qp, reth_rkey(r), reth_va(r),
+						  8, IBV_ACCESS_REMOTE_WRITE);
+	uint64_t v;
+
+	memcpy(&v, p->payload, 8);
+	__atomic_store_n(addr, v, __ATOMIC_RELEASE);
+	qp->resp.msn++;
+	job_push(qp, p->psn)->kind = IB_JOB_ACK;
 	return RESP_DONE;
 }
 
@@ -338,16 +371,17 @@ execute(struct ib_qp *qp, struct resp_pkt *p)
 		return exec_send(qp, p);
 	if (p->mask & IB_M_WRITE)
 		return exec_write(qp, p);
+	if (p->mask & IB_M_ATOMIC_WR)
+		return exec_atomic_write(qp, p);
 	if (p->mask & IB_M_READ) {
-		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
-						     IB_MAX_READ_JOBS];
 		uint32_t n = qp->resp.rd_len;
+		struct ib_read_job *j;
 
-		job_push(qp, p->psn);
+		qp->resp.msn++;
+		j = job_push(qp, p->psn);
 		j->va = qp->resp.rd_va;
 		j->rkey = qp->resp.rd_rkey;
 		j->length = n;
-		qp->resp.msn++;
 		/* The responses use one PSN each (C9-75). */
 		qp->resp.epsn = (qp->resp.epsn + (n ? (n + qp->path.mtu - 1) /
 			qp->path.mtu : 1) - 1) & IB_PSN_MASK;
@@ -374,6 +408,11 @@ complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
 	if (p->mask & IB_M_IMMDT) {
 		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
+	} else if (p->mask & IB_M_IETH) {
+		wc.invalidated_rkey = rte_be_to_cpu_32(*(rte_be32_t *)(p->bth +
+					p->info->offset[IB_HDR_IETH]));
+		if (status == IBV_WC_SUCCESS)
+			wc.wc_flags |= IBV_WC_WITH_INV;
 	}
 	ib_cq_push(qp->rcq, &wc, bth_se((struct ib_bth *)p->bth));
 	qp->resp.have_rwqe = 0;
@@ -421,12 +460,11 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 {
 	if (p->mask & IB_M_READ) {
 		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
-		struct ib_mr *mr = ib_mr_lookup(qp->dev, reth_rkey(r));
 		struct ib_read_job *j;
 
-		if (reth_len(r) && ib_mr_check(mr, qp->ibv.pd, reth_va(r),
-					       reth_len(r),
-					       IBV_ACCESS_REMOTE_READ) != 0)
+		if (reth_len(r) && ib_rkey_addr(qp, reth_rkey(r), reth_va(r),
+						reth_len(r),
+						IBV_ACCESS_REMOTE_READ) == NULL)
 			return;
 		jobs_restart(qp, p->psn);
 		j = job_push(qp, p->psn);
@@ -453,8 +491,18 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 		jobs_restart(qp, p->psn);
 		j = job_push(qp, p->psn);
 		j->again = 1;
-		j->atomic = 1;
+		j->kind = IB_JOB_ATOMIC_ACK;
 		j->orig = r->orig;
+		return;
+	}
+	if (p->mask & IB_M_ATOMIC_WR) {
+		struct ib_read_job *j;
+
+		/* Executed once already: only the ACK is sent again. */
+		jobs_restart(qp, p->psn);
+		j = job_push(qp, p->psn);
+		j->again = 1;
+		j->kind = IB_JOB_ACK;
 		return;
 	}
 	/* C9-104: acknowledge, but one ACK per burst for a run of them. */
@@ -608,6 +656,12 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 				qp->resp.epsn = (qp->resp.epsn + 1) & IB_PSN_MASK;
 			break;
 		case RESP_COMPLETE:
+			if ((p.mask & IB_M_IETH) && ib_mw_invalidate(qp,
+			    rte_be_to_cpu_32(*(rte_be32_t *)(bth +
+					p.info->offset[IB_HDR_IETH])), 1) != 0) {
+				state = RESP_ERR_INVALIDATE;
+				break;
+			}
 			if (p.mask & IB_M_SEND)
 				qp->resp.msn++;
 			complete_recv(qp, &p, IBV_WC_SUCCESS);
@@ -642,6 +696,13 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 			complete_recv(qp, &p, IBV_WC_LOC_LEN_ERR);
 			resp_fatal(qp, &p, AETH_NAK_INVALID);
 			return;
+		case RESP_ERR_INVALIDATE:
+			/* Class J: the data is placed, the rkey named is not a
+			 * window this QP may invalidate.
+			 */
+			complete_recv(qp, &p, IBV_WC_REM_INV_REQ_ERR);
+			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			return;
 		case RESP_ERR_REM_OP:
 			complete_recv(qp, &p, IBV_WC_LOC_PROT_ERR);
 			resp_fatal(qp, &p, AETH_NAK_REM_OP);
@@ -667,9 +728,27 @@ send_atomic_ack(struct ib_qp *qp, const struct ib_read_job *j)
 	ib_pkt_bth(bth, IB_RC_ATOMIC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0,
 		   j->psn);
 	aeth_set((rte_be32_t *)(bth + info->offset[IB_HDR_AETH]),
-		 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+		 AETH_ACK | AETH_CREDIT_INVALID, j->msn);
 	memcpy(bth + info->offset[IB_HDR_ATMACK], &orig_be, 8);
 	ib_tx(qp->dev, m);
+	return 0;
+}
+
+/* The ACK of an ATOMIC WRITE, in its place among the responses. */
+static int
+send_job_ack(struct ib_qp *qp, const struct ib_read_job *j)
+{
+	uint8_t *bth, *pay;
+	struct rte_mbuf *m;
+
+	m = ib_pkt_alloc(qp, IB_RC_ACKNOWLEDGE, 0, &bth, &pay);
+	if (m == NULL)
+		return -ENOBUFS;
+	ib_pkt_bth(bth, IB_RC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0, j->psn);
+	aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
+		 AETH_ACK | AETH_CREDIT_INVALID, j->msn);
+	ib_tx(qp->dev, m);
+	ib_count(qp->dev, IB_CNT_ACK_SENT);
 	return 0;
 }
 
@@ -680,18 +759,19 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 	uint32_t chunk = RTE_MIN(qp->path.mtu, j->length - j->offset);
 	int first = j->offset == 0;
 	int last = j->offset + chunk == j->length;
-	struct ib_mr *mr = NULL;
-	uint8_t *bth, *pay, op;
+	uint8_t *bth, *pay, *src = NULL, op;
 	struct rte_mbuf *m;
 
 	op = first && last ? IB_RC_READ_RESPONSE_ONLY :
 	     first ? IB_RC_READ_RESPONSE_FIRST :
 	     last ? IB_RC_READ_RESPONSE_LAST : IB_RC_READ_RESPONSE_MIDDLE;
 	if (chunk) {
-		/* The MR may have gone since the request was checked. */
-		mr = ib_mr_lookup(qp->dev, j->rkey);
-		if (ib_mr_check(mr, qp->ibv.pd, j->va, j->length,
-				IBV_ACCESS_REMOTE_READ) != 0)
+		/* The MR or window may have gone since the request was
+		 * checked.
+		 */
+		src = ib_rkey_addr(qp, j->rkey, j->va, j->length,
+				   IBV_ACCESS_REMOTE_READ);
+		if (src == NULL)
 			return -EACCES;
 	}
 	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
@@ -700,9 +780,9 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 	ib_pkt_bth(bth, op, 0, qp->path.dest_qpn, 0, j->psn);
 	if (ib_opcode[op].mask & IB_M_AETH)
 		aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
-			 AETH_ACK | AETH_CREDIT_INVALID, qp->resp.msn);
+			 AETH_ACK | AETH_CREDIT_INVALID, j->msn);
 	if (chunk)
-		rte_memcpy(pay, mr->addr + (j->va - mr->iova) + j->offset, chunk);
+		rte_memcpy(pay, src + j->offset, chunk);
 	ib_tx(qp->dev, m);
 	j->offset += chunk;
 	j->psn = (j->psn + 1) & IB_PSN_MASK;
@@ -719,8 +799,14 @@ ib_resp_run(struct ib_qp *qp)
 	       ib_tx_room(qp->dev) > 0) {
 		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_tail %
 						     IB_MAX_READ_JOBS];
-		int ret = j->atomic ? (send_atomic_ack(qp, j) ?: 1) :
-				      send_read_resp(qp, j);
+		int ret;
+
+		if (j->kind == IB_JOB_READ)
+			ret = send_read_resp(qp, j);
+		else if (j->kind == IB_JOB_ATOMIC_ACK)
+			ret = send_atomic_ack(qp, j) ?: 1;
+		else
+			ret = send_job_ack(qp, j) ?: 1;
 
 		if (ret == -EACCES) {
 			qp->resp.rd_tail++;
