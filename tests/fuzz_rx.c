@@ -50,6 +50,8 @@
  *   only][g][MR_RO: remote read only][g][MR_X: another PD][g][wc][g][frame][g]
  * MR_R bytes outside posted SGEs are canary too (and poisoned); MR_RO and
  * MR_X must never change. A violation is a memory-safety bug: abort().
+ * A type 1 memory window with remote read only is bound over part of MR_RO
+ * (its rkey is in the seeds): no request through it may write either.
  *
  * Environment: DPIB_FUZZ_SEED_DIR=dir writes seed inputs (the frames of the
  * rxe vector captures under $DPIB_SHARED, and synthetic conversations with
@@ -228,6 +230,7 @@ static struct {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd, *pd_x;
 	struct ibv_mr *mr_w, *mr_r, *mr_ro, *mr_x;
+	struct ibv_mw *mw_ro;		/* remote read, over MR_RO's 2nd page */
 	struct ibv_srq *srq;
 	struct fifo srq_fifo;
 	uint64_t srq_seq;
@@ -870,7 +873,8 @@ frame_l3(uint8_t m, uint32_t udplen)
 	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)F.frame;
 	uint8_t *l3 = F.frame + ETH_LEN;
 
-	memset(F.frame, 0, ETH_LEN + IP6_LEN);
+	/* Only the headers: the BTH already sits behind an IPv4 header. */
+	memset(F.frame, 0, ETH_LEN + ((m & 0x40) ? IP6_LEN : IP_LEN));
 	eth->dst_addr.addr_bytes[0] = 0x02;	/* the loopback port's MAC */
 	eth->src_addr.addr_bytes[0] = 0x02;
 	eth->src_addr.addr_bytes[5] = 0x01;
@@ -1160,6 +1164,32 @@ mark_all_ok(void)
 	}
 }
 
+/*
+ * The window over MR_RO, bound on rc_b before any WR of the harness: its
+ * completion is taken here. Type 1, so no frame can invalidate it and
+ * every input meets it the same.
+ */
+static void
+bind_window(void)
+{
+	struct ibv_mw_bind b = {
+		.wr_id = 1, .send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = F.mr_ro, .addr = RO_IOVA + PAGE,
+			       .length = 2 * PAGE,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_READ },
+	};
+	struct ibv_wc wc;
+	int i;
+
+	F.mw_ro = ibv_alloc_mw(F.pd, IBV_MW_TYPE_1);
+	SETUP(F.mw_ro != NULL, "alloc_mw");
+	SETUP(ibv_bind_mw(qps[Q_RC_B].qp, F.mw_ro, &b) == 0, "bind_mw");
+	for (i = 0; i < 1000 && ibv_poll_cq(qps[Q_RC_B].cq, 1, &wc) == 0; i++)
+		;
+	SETUP(i < 1000 && wc.wr_id == 1 && wc.status == IBV_WC_SUCCESS &&
+	      wc.opcode == IBV_WC_BIND_MW, "bind_mw completion");
+}
+
 static void
 setup(void)
 {
@@ -1191,7 +1221,8 @@ setup(void)
 		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		     IBV_ACCESS_REMOTE_ATOMIC);
 	F.mr_r = reg(F.pd, F.r, R_LEN, R_IOVA, IBV_ACCESS_LOCAL_WRITE);
-	F.mr_ro = reg(F.pd, F.ro, RO_LEN, RO_IOVA, IBV_ACCESS_REMOTE_READ);
+	F.mr_ro = reg(F.pd, F.ro, RO_LEN, RO_IOVA, IBV_ACCESS_REMOTE_READ |
+		      IBV_ACCESS_MW_BIND);
 	F.mr_x = reg(F.pd_x, F.x, X_LEN, X_IOVA, IBV_ACCESS_LOCAL_WRITE |
 		     IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 		     IBV_ACCESS_REMOTE_ATOMIC);
@@ -1200,6 +1231,7 @@ setup(void)
 		bring_up(&qps[qi]);
 		post_all(qi);
 	}
+	bind_window();
 	srq_fill();
 	memcpy(gid.raw + 12, &F.mcast_ip, 4);
 	SETUP(ibv_attach_mcast(qps[Q_UD].qp, &gid, 0) == 0, "attach_mcast");
@@ -1291,6 +1323,14 @@ seed_pkt(struct seed *s, int qi, uint8_t opcode, int8_t delta, int ackreq,
 		 IB_BTH_LEN + extlen + paylen + pad);
 }
 
+static void
+put_be32(uint8_t *p, uint32_t v)
+{
+	rte_be32_t be = rte_cpu_to_be_32(v);
+
+	memcpy(p, &be, 4);
+}
+
 static uint32_t
 put_reth(uint8_t *p, uint64_t va, uint32_t rkey, uint32_t len)
 {
@@ -1370,6 +1410,31 @@ seed_requests(const char *dir, int qi, const char *tag, int uc)
 	seed_pkt(&s, qi, IB_RC_FETCH_ADD, 0, 1, ext, n, 0);
 	seed_pkt(&s, qi, IB_RC_FETCH_ADD, -1, 1, ext, n, 0);	/* duplicate */
 	SEED("atomics");
+	/* IBA 1.5 ATOMIC WRITE: aligned, its duplicate, misaligned. */
+	s.n = 0;
+	n = put_reth(ext, W_IOVA + 0x4010, rk, 8);
+	seed_pkt(&s, qi, IB_RC_ATOMIC_WRITE, 0, 1, ext, n, 8);
+	seed_pkt(&s, qi, IB_RC_ATOMIC_WRITE, -1, 1, ext, n, 8);
+	n = put_reth(ext, W_IOVA + 0x4014, rk, 8);
+	seed_pkt(&s, qi, IB_RC_ATOMIC_WRITE, 0, 1, ext, n, 8);
+	SEED("atomic_write");
+	/* The window over MR_RO: READ inside, then a WRITE through it. */
+	s.n = 0;
+	n = put_reth(ext, RO_IOVA + PAGE + 0x80, F.mw_ro->rkey, 512);
+	seed_pkt(&s, qi, IB_RC_READ_REQUEST, 0, 1, ext, n, 0);
+	n = put_reth(ext, RO_IOVA + PAGE + 0x80, F.mw_ro->rkey, 64);
+	seed_pkt(&s, qi, IB_RC_WRITE_ONLY, 0, 1, ext, n, 64);
+	SEED("window");
+	/* SEND with Invalidate of the (type 1) window and of an MR key. */
+	s.n = 0;
+	put_be32(ext, F.mw_ro->rkey);
+	seed_pkt(&s, qi, IB_RC_SEND_ONLY_INV, 0, 1, ext, 4, 32);
+	SEED("send_inv_window");
+	s.n = 0;
+	seed_pkt(&s, qi, IB_RC_SEND_FIRST, 0, 0, NULL, 0, 1024);
+	put_be32(ext, rk);
+	seed_pkt(&s, qi, IB_RC_SEND_LAST_INV, 0, 1, ext, 4, 100);
+	SEED("send_inv_mr");
 	s.n = 0;
 	seed_rec(&s, (uint8_t)(0x80 | qi << 2), NULL, 0);	/* recycle */
 	seed_pkt(&s, qi, IB_RC_SEND_ONLY, 0, 1, NULL, 0, 8);
