@@ -179,6 +179,19 @@ expect_rejected(enum ibv_wc_status st, const char *what)
 	pair_restart();
 }
 
+/* The completion of the bind @wr_id on qp[1]: its status. */
+static enum ibv_wc_status
+bind_status(uint64_t wr_id)
+{
+	struct ibv_wc wc = next_wc(p.cq[1]);
+
+	CHECK(wc.wr_id == wr_id, "wr_id %" PRIu64 ", want %" PRIu64, wc.wr_id,
+	      wr_id);
+	if (wc.status == IBV_WC_SUCCESS)
+		CHECK(wc.opcode == IBV_WC_BIND_MW, "opcode %d", wc.opcode);
+	return wc.status;
+}
+
 /* Bind type 1 window @mw on qp[1] with ibv_bind_mw; the WC status. */
 static enum ibv_wc_status
 bind1(struct ibv_mw *mw, struct ibv_mr *mr, uint64_t addr, uint64_t len,
@@ -190,18 +203,13 @@ bind1(struct ibv_mw *mw, struct ibv_mr *mr, uint64_t addr, uint64_t len,
 			       .mw_access_flags = access },
 	};
 	uint32_t old = mw->rkey;
-	struct ibv_wc wc;
 	int ret = ibv_bind_mw(p.qp[1], mw, &b);
 
 	CHECK(ret == 0, "ibv_bind_mw: %d", ret);
 	/* ibv_bind_mw(3): the new rkey is in mw->rkey, a new tag. */
 	CHECK(mw->rkey == ibv_inc_rkey(old), "rkey %#x after %#x", mw->rkey,
 	      old);
-	wc = next_wc(p.cq[1]);
-	CHECK(wc.wr_id == 77, "wr_id %" PRIu64, wc.wr_id);
-	if (wc.status == IBV_WC_SUCCESS)
-		CHECK(wc.opcode == IBV_WC_BIND_MW, "opcode %d", wc.opcode);
-	return wc.status;
+	return bind_status(77);
 }
 
 /* Bind type 2 window @mw on qp[1] through ibv_post_send; the WC status. */
@@ -217,17 +225,12 @@ bind2(struct ibv_mw *mw, uint32_t rkey, struct ibv_mr *mr, uint64_t addr,
 					    .length = len,
 					    .mw_access_flags = access } },
 	}, *bad;
-	struct ibv_wc wc;
 	int ret = ibv_post_send(p.qp[1], &wr, &bad);
 
 	CHECK(ret == 0, "post BIND_MW: %d", ret);
 	CHECK(mw->rkey == rkey, "mw->rkey %#x after posting %#x", mw->rkey,
 	      rkey);
-	wc = next_wc(p.cq[1]);
-	CHECK(wc.wr_id == 78, "wr_id %" PRIu64, wc.wr_id);
-	if (wc.status == IBV_WC_SUCCESS)
-		CHECK(wc.opcode == IBV_WC_BIND_MW, "opcode %d", wc.opcode);
-	return wc.status;
+	return bind_status(78);
 }
 
 /* qp[1] invalidates @rkey with LOCAL_INV; the WC status. */

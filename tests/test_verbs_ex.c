@@ -353,23 +353,6 @@ classic_poll_on_ex_cq(void)
 	      ENOENT, "entry seen twice");
 }
 
-static int
-create_cq_ex_errno(uint64_t wc_flags, uint32_t comp_mask, uint32_t flags)
-{
-	struct ibv_cq_init_attr_ex a = {
-		.cqe = 16, .wc_flags = wc_flags, .comp_mask = comp_mask,
-		.flags = flags,
-	};
-	struct ibv_cq_ex *cq;
-
-	errno = 0;
-	cq = ibv_create_cq_ex(P.ctx, &a);
-	if (cq == NULL)
-		return errno;
-	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "destroy");
-	return 0;
-}
-
 /* Asking for a completion field dpib cannot report fails the creation. */
 static void
 unsupported_cq_attrs_refused(void)
@@ -382,17 +365,19 @@ unsupported_cq_attrs_refused(void)
 	int err;
 
 	for (i = 0; i < DIM(no); i++) {
-		err = create_cq_ex_errno(IBV_WC_EX_WITH_BYTE_LEN | no[i], 0, 0);
+		err = create_cq_ex_errno(P.ctx, IBV_WC_EX_WITH_BYTE_LEN | no[i],
+					 0, 0);
 		CHECK(err == EOPNOTSUPP, "wc_flags %#llx: errno %d",
 		      (unsigned long long)no[i], err);
 	}
-	CHECK(create_cq_ex_errno(IBV_WC_STANDARD_FLAGS, 0, 0) == 0, "standard");
-	err = create_cq_ex_errno(0, IBV_CQ_INIT_ATTR_MASK_PD, 0);
+	CHECK(create_cq_ex_errno(P.ctx, IBV_WC_STANDARD_FLAGS, 0, 0) == 0,
+	      "standard");
+	err = create_cq_ex_errno(P.ctx, 0, IBV_CQ_INIT_ATTR_MASK_PD, 0);
 	CHECK(err == EOPNOTSUPP, "parent domain: errno %d", err);
-	err = create_cq_ex_errno(0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+	err = create_cq_ex_errno(P.ctx, 0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
 				 IBV_CREATE_CQ_ATTR_IGNORE_OVERRUN);
 	CHECK(err == EOPNOTSUPP, "IGNORE_OVERRUN: errno %d", err);
-	err = create_cq_ex_errno(0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
+	err = create_cq_ex_errno(P.ctx, 0, IBV_CQ_INIT_ATTR_MASK_FLAGS,
 				 IBV_CREATE_CQ_ATTR_SINGLE_THREADED);
 	CHECK(err == 0, "SINGLE_THREADED: errno %d", err);
 }

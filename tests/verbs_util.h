@@ -225,6 +225,25 @@ fill_pattern(uint8_t *b, size_t len, uint32_t seed)
 		b[i] = (uint8_t)((i * 131 + seed * 7 + (i >> 8)) ^ (seed >> 3));
 }
 
+/* ibv_create_cq_ex with these attributes: 0, or the errno it failed with. */
+static inline int
+create_cq_ex_errno(struct ibv_context *ctx, uint64_t wc_flags,
+		   uint32_t comp_mask, uint32_t flags)
+{
+	struct ibv_cq_init_attr_ex a = {
+		.cqe = 16, .wc_flags = wc_flags, .comp_mask = comp_mask,
+		.flags = flags,
+	};
+	struct ibv_cq_ex *cq;
+
+	errno = 0;
+	cq = ibv_create_cq_ex(ctx, &a);
+	if (cq == NULL)
+		return errno;
+	CHECK(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)) == 0, "destroy");
+	return 0;
+}
+
 /* The device counter called @name (dpib_counters()); a missing one fails. */
 static inline uint64_t
 dev_counter(struct ibv_context *ctx, const char *name)

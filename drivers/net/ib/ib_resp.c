@@ -752,7 +752,7 @@ send_job_ack(struct ib_qp *qp, const struct ib_read_job *j)
 	return 0;
 }
 
-/* One READ response packet of job @j (IBA 9.7.4.1.6); 1 when it was the last. */
+/* One READ response packet of job @j (IBA 9.7.4.1.6); 1 if it was the last. */
 static int
 send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 {
