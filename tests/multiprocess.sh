@@ -60,6 +60,31 @@ pair() {
 	fi
 }
 
+# perf_pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR SERVER_CONF
+#           CLIENT_CONF PROGRAM ARGS...: a perftest program; both sides
+# must exit 0 and the client print its result row.
+perf_pair() {
+	local label=$1 spre=$2 cpre=$3 addr=$4 sconf=$5 cconf=$6
+	shift 6
+	local s="$tmp/server.log" c="$tmp/client.log" srv rc src row
+	$spre timeout $T "$run" -c "$sconf" "$@" >"$s" 2>&1 &
+	srv=$!
+	sleep 1
+	$cpre timeout $T "$run" -c "$cconf" "$@" "$addr" >"$c" 2>&1
+	rc=$?
+	wait $srv
+	src=$?
+	row=$(grep -A1 '#bytes' "$c" | tail -1 | tr -s ' \t' ' ')
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] &&
+	   echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+'; then
+		ok "$label: $* ($row)"
+	else
+		fail "$label: $* (server rc $src, client rc $rc)"
+		sed 's/^/  server: /' "$s" | tail -5
+		sed 's/^/  client: /' "$c" | tail -5
+	fi
+}
+
 programs() {
 	local label=$1 spre=$2 cpre=$3 addr=$4
 	pair "$label" "$spre" "$cpre" "$addr" ibv_rc_pingpong -d dpib0 -g 0 -n 2000
@@ -162,6 +187,19 @@ EOF
 		"$tmp/server.conf" >"$tmp/client.conf"
 	programs af_packet "ip netns exec dpib-mp-a" "ip netns exec dpib-mp-b" \
 		192.0.2.1
+	# perftest: its server only waits, so it needs an engine lcore
+	# (adaptive); an inline client drives its engine by posting and
+	# polling. ib_write_lat polls memory for the peer's WRITE, so both
+	# of its sides need an engine lcore.
+	sed '/^\[engine\]/,/^mode/d' "$tmp/server.conf" >"$tmp/server-lcore.conf"
+	sed '/^\[engine\]/,/^mode/d' "$tmp/client.conf" >"$tmp/client-lcore.conf"
+	local a="ip netns exec dpib-mp-a" b="ip netns exec dpib-mp-b" p
+	for p in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
+		perf_pair af_packet "$a" "$b" 192.0.2.1 "$tmp/server-lcore.conf" \
+			"$tmp/client.conf" $p -d dpib0 -x 0 -n 500
+	done
+	perf_pair af_packet "$a" "$b" 192.0.2.1 "$tmp/server-lcore.conf" \
+		"$tmp/client-lcore.conf" ib_write_lat -d dpib0 -x 0 -n 300
 }
 
 single_process_tools

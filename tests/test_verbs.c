@@ -1151,20 +1151,16 @@ counter(const char *name)
 }
 
 /*
- * A peer nobody answers ARP for: nothing is sent to a guessed MAC, and the
- * WR fails with RETRY_EXC_ERR once timeout x (retry_cnt + 1) has passed.
+ * An RC QP in RTS toward 192.0.2.@host (TEST-NET-1, on no link: only ARP
+ * replies the test injects make it known), QPN 0x123.
  */
-static void
-unresolved_peer_times_out(void)
+static struct ibv_qp *
+qp_to_remote(struct ibv_cq *cq, uint8_t host, uint8_t timeout,
+	     uint8_t retry_cnt, uint8_t max_rd_atomic)
 {
-	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	struct ibv_qp_attr x = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-	uint64_t rx0 = counter("rx_packets"), tx0 = counter("tx_packets");
-	uint64_t arp0 = counter("arp_rx");
-	struct ibv_wc wc;
-	double t0, bound;
 
 	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
@@ -1175,22 +1171,40 @@ unresolved_peer_times_out(void)
 	x.ah_attr.is_global = 1;
 	x.ah_attr.port_num = 1;
 	x.ah_attr.grh.dgid.raw[10] = x.ah_attr.grh.dgid.raw[11] = 0xff;
-	x.ah_attr.grh.dgid.raw[12] = 192;	/* 192.0.2.99: TEST-NET-1 */
+	x.ah_attr.grh.dgid.raw[12] = 192;
 	x.ah_attr.grh.dgid.raw[13] = 0;
 	x.ah_attr.grh.dgid.raw[14] = 2;
-	x.ah_attr.grh.dgid.raw[15] = 99;
+	x.ah_attr.grh.dgid.raw[15] = host;
 	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
 	      "RTR to a remote GID");
 	memset(&x, 0, sizeof(x));
 	x.qp_state = IBV_QPS_RTS;
-	x.timeout = 12;		/* 16.8 ms */
-	x.retry_cnt = 2;
+	x.timeout = timeout;
+	x.retry_cnt = retry_cnt;
 	x.rnr_retry = 0;
+	x.max_rd_atomic = max_rd_atomic;
 	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_SQ_PSN |
 			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0, "RTS");
+	return a;
+}
+
+/*
+ * A peer nobody answers ARP for: nothing is sent to a guessed MAC, and the
+ * WR fails with RETRY_EXC_ERR once timeout x (retry_cnt + 1) has passed.
+ */
+static void
+unresolved_peer_times_out(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = qp_to_remote(cq, 99, 12, 2, 0);	/* 16.8 ms */
+	uint64_t rx0 = counter("rx_packets"), tx0 = counter("tx_packets");
+	uint64_t arp0 = counter("arp_rx");
+	struct ibv_wc wc;
+	double t0, bound;
+
 	t0 = check_now();
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 64, 1, 0) == 0, "post");
 	CHECK(poll_one(cq, &wc, 5), "no completion");
@@ -1205,6 +1219,57 @@ unresolved_peer_times_out(void)
 	      "loopback lost frames");
 	CHECK(counter("rx_packets") - rx0 == counter("arp_rx") - arp0 &&
 	      counter("rx_packets") > rx0, "a non-ARP frame was sent");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
+
+/* Frames the device sent that were not ARP requests. */
+static uint64_t
+non_arp_sent(void)
+{
+	return counter("tx_packets") - counter("arp_request_sent");
+}
+
+/*
+ * READs posted while the peer's MAC is being resolved go out once it is
+ * known: waiting for ARP holds no READ credit (each engine pass that found
+ * no MAC used to keep one, and after max_rd_atomic passes the READs never
+ * left, as perftest's ib_read_bw showed between two processes).
+ */
+static void
+reads_wait_for_neighbour(void)
+{
+	static const uint8_t reply[42] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* broadcast */
+		0x02, 0, 0, 0, 0, 0x98, 0x08, 0x06,
+		0, 1, 0x08, 0, 6, 4, 0, 2,		/* Ethernet/IPv4 reply */
+		0x02, 0, 0, 0, 0, 0x98, 192, 0, 2, 98,	/* sender */
+		0, 0, 0, 0, 0, 0, 127, 0, 0, 1,	/* target: us */
+	};
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = qp_to_remote(cq, 98, 20, 7, 2);	/* 4.3 s */
+	uint64_t base = non_arp_sent();
+	struct ibv_wc wc;
+	double end;
+	int i;
+
+	for (i = 0; i < 6; i++)
+		CHECK(post_send(a, IBV_WR_RDMA_READ, 4096 * i, 64, 10 + i,
+				IBV_SEND_SIGNALED) == 0, "post READ %d", i);
+	/* Many engine passes without a MAC (polls drive an inline engine). */
+	end = check_now() + 0.05;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "completion without a peer");
+	CHECK(non_arp_sent() == base, "sent before ARP");
+	CHECK(dpib_inject(ctx, reply, sizeof(reply)) == 0, "inject ARP reply");
+	/* Then max_rd_atomic of them leave (nobody answers: no more). */
+	end = check_now() + 2;
+	while (non_arp_sent() - base < 2 && check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	end = check_now() + 0.02;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	CHECK(non_arp_sent() - base == 2, "%lu READ requests left once the "
+	      "MAC was known, want 2", (unsigned long)(non_arp_sent() - base));
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
 }
 
@@ -1238,6 +1303,7 @@ main(void)
 	RUN(reset_purges_only_its_cqes);
 	RUN(resize_cq_keeps_entries);
 	RUN(unresolved_peer_times_out);
+	RUN(reads_wait_for_neighbour);
 	RUN(ud_multicast);
 	RUN(post_limits);
 	RUN(protection_domains_and_local_access);

@@ -343,15 +343,26 @@ ib_req_run(struct ib_qp *qp)
 		case REQ_SEND_PACKET:
 			ret = send_packet(qp, w);
 			budget--;
-			if (ret == -EMSGSIZE)
+			if (ret == -EMSGSIZE) {
 				state = REQ_ERR_LOCAL_LEN;
-			else if (ret < 0)
-				state = ret == -EACCES ? REQ_ERR_LOCAL_PROT :
-							 REQ_STOP;
-			else if (ret == 1)
-				state = REQ_WQE_SENT;
-			else if (budget == 0 || ib_tx_room(qp->dev) < 1)
+			} else if (ret == -EACCES) {
+				state = REQ_ERR_LOCAL_PROT;
+			} else if (ret < 0) {
+				/* No mbuf, or the peer's MAC not known yet: the
+				 * WQE starts again at CHECK_LOCAL, which takes
+				 * its READ/atomic credit again. (Keeping it
+				 * leaked a credit a pass: READs to a peer still
+				 * in ARP never went out once it answered.)
+				 */
+				if (qp->req.offset == 0 &&
+				    wr_is_read_atomic(w->opcode))
+					qp->req.rd_atomic--;
 				state = REQ_STOP;
+			} else if (ret == 1) {
+				state = REQ_WQE_SENT;
+			} else if (budget == 0 || ib_tx_room(qp->dev) < 1) {
+				state = REQ_STOP;
+			}
 			break;
 		case REQ_WQE_SENT:
 			qp->req.wqe_idx++;
