@@ -9,6 +9,9 @@
  *   write_rate  RDMA WRITE message rate        vs raw frames/s of that size
  *   send_lat    SEND ping-pong, half round trip vs raw one-way frame latency
  *   write_bw    RDMA WRITE bandwidth            vs raw MTU frames, same bytes
+ *   aw_rate     ATOMIC WRITE (IBA 1.5) rate     vs raw 8-byte frames/s
+ *   mw_rate     RDMA WRITE rate through a type 1 memory window, vs the same
+ *               raw frames as write_rate (the cost of the window checks)
  *
  * Each figure is the median of several repetitions.
  */
@@ -50,6 +53,7 @@ struct bench {
 	uint8_t *buf;
 	size_t len;
 	struct ibv_mr *mr;
+	struct ibv_mw *mw;	/* over the target half of buf, remote write */
 	uint32_t mtu;
 	/* Raw path. */
 	uint16_t raw_a, raw_b;
@@ -144,7 +148,8 @@ bench_open(struct bench *b)
 	if (b->pd == NULL)
 		die("alloc_pd", ENOMEM);
 	b->mr = ibv_reg_mr(b->pd, b->buf, b->len, IBV_ACCESS_LOCAL_WRITE |
-			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			   IBV_ACCESS_MW_BIND);
 	if (b->mr == NULL)
 		die("reg_mr", errno);
 }
@@ -177,14 +182,45 @@ bench_qps(struct bench *b)
 	qp_up(b, b->qp[1], b->qp[0]->qp_num);
 }
 
+/* A type 1 window over the target half of the buffer, bound on qp[1]. */
 static void
-post_write(struct bench *b, uint32_t size, uint64_t off, int signaled)
+bench_window(struct bench *b)
+{
+	struct ibv_mw_bind bind = {
+		.send_flags = IBV_SEND_SIGNALED,
+		.bind_info = { .mr = b->mr,
+			       .addr = (uintptr_t)b->buf + b->len / 2,
+			       .length = b->len / 2,
+			       .mw_access_flags = IBV_ACCESS_REMOTE_WRITE },
+	};
+	struct ibv_wc wc;
+	int err;
+
+	b->mw = ibv_alloc_mw(b->pd, IBV_MW_TYPE_1);
+	if (b->mw == NULL)
+		die("alloc_mw", errno);
+	err = ibv_bind_mw(b->qp[1], b->mw, &bind);
+	if (err)
+		die("bind_mw", err);
+	/* The latency test's last SEND completions may come first. */
+	do {
+		while (ibv_poll_cq(b->cq[1], 1, &wc) == 0)
+			;
+		if (wc.status != IBV_WC_SUCCESS)
+			die("bind_mw completion", EIO);
+	} while (wc.opcode != IBV_WC_BIND_MW);
+}
+
+/* One WRITE-like WR (@op) of @size bytes to the target half, by @rkey. */
+static void
+post_write(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
+	   uint32_t size, uint64_t off, int signaled)
 {
 	struct ibv_sge sge = { (uintptr_t)b->buf + off, size, b->mr->lkey };
 	struct ibv_send_wr wr = {
-		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.sg_list = &sge, .num_sge = 1, .opcode = op,
 		.send_flags = signaled ? IBV_SEND_SIGNALED : 0,
-		.wr.rdma = { (uintptr_t)b->buf + b->len / 2 + off, b->mr->rkey },
+		.wr.rdma = { (uintptr_t)b->buf + b->len / 2 + off, rkey },
 	}, *bad;
 	int err = ibv_post_send(b->qp[0], &wr, &bad);
 
@@ -193,11 +229,13 @@ post_write(struct bench *b, uint32_t size, uint64_t off, int signaled)
 }
 
 /*
- * Keep @outstanding WRITEs in flight, one in 16 signaled (as perftest does
- * with --cq-mod), and return messages per second.
+ * Keep @outstanding WRs of @op (RDMA WRITE or ATOMIC WRITE) in flight, one
+ * in 16 signaled (as perftest does with --cq-mod), and return messages per
+ * second. Offsets are multiples of @size: ATOMIC WRITE's stay aligned.
  */
 static double
-dpib_write(struct bench *b, uint32_t size, uint32_t iters, uint32_t outstanding)
+dpib_write_op(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
+	      uint32_t size, uint32_t iters, uint32_t outstanding)
 {
 	const uint32_t mod = 16;
 	uint32_t posted = 0, done = 0;
@@ -208,8 +246,8 @@ dpib_write(struct bench *b, uint32_t size, uint32_t iters, uint32_t outstanding)
 	t0 = now_s();
 	while (done < iters) {
 		while (posted < iters && posted - done < outstanding) {
-			post_write(b, size, (posted % 64) * (uint64_t)size %
-				   (b->len / 2 - size),
+			post_write(b, op, rkey, size, (posted % 64) *
+				   (uint64_t)size % (b->len / 2 - size),
 				   posted % mod == mod - 1 || posted == iters - 1);
 			posted++;
 		}
@@ -222,6 +260,13 @@ dpib_write(struct bench *b, uint32_t size, uint32_t iters, uint32_t outstanding)
 		}
 	}
 	return iters / (now_s() - t0);
+}
+
+static double
+dpib_write(struct bench *b, uint32_t size, uint32_t iters, uint32_t outstanding)
+{
+	return dpib_write_op(b, IBV_WR_RDMA_WRITE, b->mr->rkey, size, iters,
+			     outstanding);
 }
 
 static void
@@ -425,6 +470,7 @@ raw_lat(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t iters,
 
 struct results {
 	double rate, raw_rate;			/* messages/s */
+	double aw_rate, raw_rate8, mw_rate;	/* messages/s */
 	double lat, lat99, raw_lat, raw_lat99;	/* us */
 	double bw, raw_bw;			/* messages/s */
 };
@@ -486,6 +532,9 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 		v[i] = raw_rate(b, &w, o->rate_size, o->iters);
 	res->raw_rate = median(v, o->reps);
 	for (i = 0; i < o->reps; i++)
+		v[i] = raw_rate(b, &w, 8, o->iters);
+	res->raw_rate8 = median(v, o->reps);
+	for (i = 0; i < o->reps; i++)
 		v[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
 				bw_iters * pkts) / pkts;
 	res->raw_bw = median(v, o->reps);
@@ -524,6 +573,18 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	}
 	res->lat = median(m, o->reps);
 	res->lat99 = median(p, o->reps);
+	/* ATOMIC WRITE holds a READ/atomic credit: max_rd_atomic (16) in
+	 * flight, whatever -o says.
+	 */
+	for (i = 0; i < o->reps; i++)
+		v[i] = dpib_write_op(b, IBV_WR_ATOMIC_WRITE, b->mr->rkey, 8,
+				     o->iters, o->outstanding);
+	res->aw_rate = median(v, o->reps);
+	bench_window(b);
+	for (i = 0; i < o->reps; i++)
+		v[i] = dpib_write_op(b, IBV_WR_RDMA_WRITE, b->mw->rkey,
+				     o->rate_size, o->iters, o->outstanding);
+	res->mw_rate = median(v, o->reps);
 	free(lat);
 }
 
@@ -598,6 +659,12 @@ main(int argc, char **argv)
 	print_lat(&o, lat_iters, &res);
 	print_rate("RDMA_Write BW Test", &o, o.bw_size, bw_iters, res.bw,
 		   res.raw_bw);
+	print_rate("ATOMIC_WRITE Message Rate Test (IBA 1.5)", &o, 8, o.iters,
+		   res.aw_rate, res.raw_rate8);
+	print_rate("RDMA_Write Message Rate through a Memory Window", &o,
+		   o.rate_size, o.iters, res.mw_rate, res.raw_rate);
+	printf(" (through the MR's own rkey above: %.3f Mpps; window/MR %.2f)\n",
+	       res.rate / 1e6, res.mw_rate / res.rate);
 	printf("\n");
 	return 0;
 }
