@@ -20,7 +20,9 @@ capture holds both directions of all their traffic. Then:
   response packet) except for go-back-N after an RNR NAK or a PSN sequence
   error NAK with that PSN, and except where a connection starts again after
   a fatal NAK; FIRST and MIDDLE packets carry exactly the path MTU, LAST and
-  ONLY at most that; every READ and atomic is answered.
+  ONLY at most that; every READ and atomic is answered (but those to
+  test_verbs' peer on no link, OFF_LINK, which must carry the MAC of the
+  ARP reply the test injected).
 - responses are tied to the request stream they answer (learnt from their
   PSNs) and leave it in PSN order; after a NAK invalid request or remote
   access error the requester sends nothing more until a new connection
@@ -104,6 +106,10 @@ OPS = {
     0x1d: ("ATOMIC WRITE", "req", None, ("reth",), True),
 }
 ATOMIC_WRITE = 0x1d
+# test_verbs' peer on no link: its MAC comes from an ARP reply the test
+# injects, and its READs go out (on the loopback port) and are never
+# answered.
+OFF_LINK = {"192.0.2.98": "02:00:00:00:00:98"}
 SEND_INV = (0x16, 0x17)
 FATAL_NAKS = ("NAK invalid request", "NAK remote access error",
               "NAK remote operational error")
@@ -450,6 +456,10 @@ class Analysis:
                           "frame %d: multicast to %s QP %#x" %
                           (n, f["eth_dst"], f["dqp"]))
                 self.seen["multicast"].add(True)
+            elif f["ip_dst"] in OFF_LINK:
+                ch.expect(f["eth_dst"] == OFF_LINK[f["ip_dst"]],
+                          "frame %d: to %s at %s" % (n, f["ip_dst"],
+                                                     f["eth_dst"]))
             else:
                 # The loopback device sends to itself only.
                 ch.expect(f["eth_dst"] == f["eth_src"] and
@@ -725,7 +735,7 @@ class Analysis:
         reads = {}
         for f in self.frames:
             info = f["opcode"] is not None and opinfo(f["opcode"])
-            if not info:
+            if not info or f["ip_dst"] in OFF_LINK:
                 continue
             tr, name, kind, pos, hdrs, _ = info
             n, psn = f["no"], f["psn"]
