@@ -934,6 +934,50 @@ data_in_order(void)
 	expect_wc(p.cq[0], IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE);
 }
 
+/*
+ * A run of ATOMIC WRITEs: each lands once, in order; their ACKs are
+ * cumulative, so the responder sends fewer ACKs than requests.
+ */
+static void
+atomic_write_run(void)
+{
+	enum { N = 48 };
+	struct ibv_sge sge[N];
+	struct ibv_send_wr wr[N], *bad;
+	uint64_t *src = (uint64_t *)at(SRC), *dst = (uint64_t *)at(DST);
+	uint64_t acks = dev_counter(p.ctx, "ack_sent");
+	int i;
+
+	memset(wr, 0, sizeof(wr));
+	for (i = 0; i < N; i++) {
+		src[i] = 0xa000 + i;
+		dst[i] = 0;
+		sge[i] = (struct ibv_sge){ .addr = va(SRC + 8 * i), .length = 8,
+					   .lkey = p.mr->lkey };
+		wr[i].wr_id = i;
+		wr[i].sg_list = &sge[i];
+		wr[i].num_sge = 1;
+		wr[i].opcode = IBV_WR_ATOMIC_WRITE;
+		wr[i].send_flags = IBV_SEND_SIGNALED;
+		wr[i].wr.rdma.remote_addr = va(DST + 8 * i);
+		wr[i].wr.rdma.rkey = p.mr->rkey;
+		wr[i].next = i + 1 < N ? &wr[i + 1] : NULL;
+	}
+	CHECK(ibv_post_send(p.qp[0], wr, &bad) == 0, "post %d", N);
+	for (i = 0; i < N; i++) {
+		struct ibv_wc wc = next_wc(p.cq[0]);
+
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i &&
+		      wc.opcode == IBV_WC_ATOMIC_WRITE, "WC %d: %s", i,
+		      ibv_wc_status_str(wc.status));
+		CHECK(dst[i] == 0xa000 + (uint64_t)i, "dst[%d] %#" PRIx64, i,
+		      dst[i]);
+	}
+	acks = dev_counter(p.ctx, "ack_sent") - acks;
+	CHECK(acks >= 1 && acks < N, "%" PRIu64 " ACKs for %d ATOMIC WRITEs",
+	      acks, N);
+}
+
 /* The same operations through ibv_wr_* on extended QPs and CQs. */
 static void
 wr_api(void)
@@ -1098,6 +1142,7 @@ main(void)
 	RUN(uc_opcode_rules);
 	RUN(atomic_write_classic);
 	RUN(atomic_write_pipeline);
+	RUN(atomic_write_run);
 	RUN(data_in_order);
 	RUN(wr_api);
 	pair_close(&p);

@@ -801,6 +801,16 @@ ib_resp_run(struct ib_qp *qp)
 						     IB_MAX_READ_JOBS];
 		int ret;
 
+		/* ACKs are cumulative (IBA 9.7.5.1.1): of a run of ATOMIC
+		 * WRITE ACKs only the last is sent.
+		 */
+		if (j->kind == IB_JOB_ACK &&
+		    qp->resp.rd_head - qp->resp.rd_tail > 1 &&
+		    qp->resp.rd[(qp->resp.rd_tail + 1) %
+				IB_MAX_READ_JOBS].kind == IB_JOB_ACK) {
+			qp->resp.rd_tail++;
+			continue;
+		}
 		if (j->kind == IB_JOB_READ)
 			ret = send_read_resp(qp, j);
 		else if (j->kind == IB_JOB_ATOMIC_ACK)
