@@ -1273,6 +1273,80 @@ reads_wait_for_neighbour(void)
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
 }
 
+/* An ARP reply (op 2) or gratuitous request (op 1) for 192.0.2.@host. */
+static void
+inject_arp(uint8_t host, uint8_t op, uint8_t mac_low)
+{
+	uint8_t f[42] = {
+		0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* broadcast */
+		0x02, 0, 0, 0, host, mac_low, 0x08, 0x06,
+		0, 1, 0x08, 0, 6, 4, 0, op,
+		0x02, 0, 0, 0, host, mac_low, 192, 0, 2, host,	/* sender */
+		0, 0, 0, 0, 0, 0, 192, 0, 2, host,	/* target: itself */
+	};
+
+	CHECK(dpib_inject(ctx, f, sizeof(f)) == 0, "inject ARP");
+}
+
+/* The destination MAC of the last RoCE frame captured to 192.0.2.@host. */
+static int
+last_mac_to(uint8_t host, uint8_t mac[6])
+{
+	const char *path = getenv("DPIB_CAPTURE");
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+	int found = 0;
+
+	CHECK(path != NULL && pcap_open(&pf, path) == 0, "open capture");
+	while (pcap_next(&pf, &d, &len) == 1)
+		if (len >= 54 && d[12] == 0x08 && d[13] == 0x00 &&
+		    d[23] == 17 && d[30] == 192 && d[31] == 0 && d[32] == 2 &&
+		    d[33] == host) {
+			memcpy(mac, d, 6);
+			found = 1;
+		}
+	pcap_close(&pf);
+	return found;
+}
+
+/*
+ * A path follows its peer's MAC: a gratuitous ARP announcing another MAC
+ * for the peer's address (a failover) moves the QP's next packets there.
+ */
+static void
+path_follows_neighbour_mac(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = qp_to_remote(cq, 97, 20, 7, 2);	/* 4.3 s */
+	uint8_t mac[6];
+	struct ibv_wc wc;
+	double end;
+
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 64, 1, IBV_SEND_SIGNALED) ==
+	      0, "post");
+	end = check_now() + 0.02;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "completion without a peer");
+	inject_arp(97, 2, 0x01);
+	end = check_now() + 2;
+	while (!last_mac_to(97, mac) && check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	CHECK(last_mac_to(97, mac) && mac[5] == 0x01, "first MAC not used");
+	/* Announced elsewhere: the next packet (a retransmission, or a new
+	 * WR) goes to the new MAC.
+	 */
+	inject_arp(97, 1, 0x02);
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 64, 64, 2, IBV_SEND_SIGNALED) ==
+	      0, "post");
+	end = check_now() + 2;
+	while (last_mac_to(97, mac) && mac[5] != 0x02 && check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	CHECK(mac[5] == 0x02, "still sending to %02x after the announcement",
+	      mac[5]);
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
+
 static char capture_path[64];
 
 static void
@@ -1304,6 +1378,7 @@ main(void)
 	RUN(resize_cq_keeps_entries);
 	RUN(unresolved_peer_times_out);
 	RUN(reads_wait_for_neighbour);
+	RUN(path_follows_neighbour_mac);
 	RUN(ud_multicast);
 	RUN(post_limits);
 	RUN(protection_domains_and_local_access);

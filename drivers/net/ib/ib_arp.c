@@ -510,6 +510,9 @@ neigh_learn(struct ib_dev *dev, uint32_t ip, const uint8_t *ip6,
 		if (e == NULL)
 			return 0;
 	}
+	/* Templates that copied the old MAC look again (ib_hdr_resolve). */
+	if (!rte_is_same_ether_addr(mac, &e->mac))
+		dev->neigh_gen++;
 	rte_ether_addr_copy(mac, &e->mac);
 	e->state = NEIGH_REACHABLE;
 	e->tries = 0;

@@ -252,6 +252,8 @@ struct ib_encap {
 	uint8_t ip_off;			/* 14, or 18 with a VLAN tag */
 	uint8_t ip6;			/* IPv6 rather than IPv4 */
 	uint8_t resolved;		/* engine: b holds the destination MAC */
+	uint8_t neigh;			/* engine: ... learned by ARP/ND, */
+	uint32_t neigh_gen;		/* ... as of this table generation */
 	union {
 		uint32_t dip;		/* IPv4, network order */
 		uint8_t dip6[16];
@@ -500,6 +502,7 @@ struct ib_dev {
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
 	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
+	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
 	const uint8_t *rx_ip;		/* IP header of the frame in delivery */
 };
 

@@ -193,6 +193,7 @@ dst_mac(struct ib_dev *dev, struct ib_encap *h, struct rte_ether_addr *mac)
 {
 	memset(mac, 0, sizeof(*mac));
 	h->resolved = 1;
+	h->neigh = 0;
 	if (!h->ip6) {
 		const uint8_t *b = (const uint8_t *)&h->dip;
 
@@ -291,23 +292,32 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	return 0;
 }
 
-/* Engine: put the destination MAC into a template once it is known. */
+/*
+ * Engine: put the destination MAC into a template once it is known, and
+ * again when ARP/ND learned another MAC for some address since (a peer
+ * that moved, a gratuitous ARP after a failover). While the address is
+ * being resolved again (its entry expired) the known MAC stays in use.
+ */
 int
 ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h)
 {
 	struct rte_ether_addr mac;
 	int ret;
 
-	if (likely(h->resolved))
+	if (likely(h->resolved && (!h->neigh || h->neigh_gen == dev->neigh_gen)))
 		return 0;
 	ret = h->ip6 ? ib_neigh_lookup6(dev, h->dip6, &mac) :
 		       ib_neigh_lookup(dev, h->dip, &mac);
+	h->neigh_gen = dev->neigh_gen;
 	if (ret != 0) {
+		if (h->resolved)
+			return 0;
 		ib_count(dev, IB_CNT_TX_WAIT_NEIGH);
 		return ret;
 	}
 	rte_ether_addr_copy(&mac, &((struct rte_ether_hdr *)h->b)->dst_addr);
 	h->resolved = 1;
+	h->neigh = 1;
 	return 0;
 }
 
