@@ -11,9 +11,12 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <rte_eal.h>
 
 #include "verbs_util.h"
 
@@ -304,6 +307,100 @@ unsupported_types_say_so(void)
 	      "raw packet QP: errno %d", errno);
 }
 
+/* One request on the process's DPDK telemetry socket; the JSON reply. */
+static const char *
+tel_query(int fd, const char *q)
+{
+	static char buf[65536];
+	ssize_t n;
+
+	CHECK(send(fd, q, strlen(q), 0) == (ssize_t)strlen(q), "send %s", q);
+	n = recv(fd, buf, sizeof(buf) - 1, 0);
+	CHECK(n > 0, "no reply to %s", q);
+	buf[n] = '\0';
+	return buf;
+}
+
+/* The number after "@key": in @json. */
+static uint64_t
+json_u64(const char *json, const char *key)
+{
+	char pat[96];
+	const char *p;
+
+	snprintf(pat, sizeof(pat), "\"%s\":", key);
+	p = strstr(json, pat);
+	CHECK(p != NULL, "no %s in %s", key, json);
+	return strtoull(p + strlen(pat), NULL, 10);
+}
+
+/*
+ * The counters through DPDK telemetry (what dpdk-telemetry.py reads): the
+ * device list, each counter as dpib_counters() has it, the device's port
+ * and addresses, and a refusal for a device that does not exist.
+ */
+static void
+telemetry_counters(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *const *names;
+	uint64_t before[128], after[128];
+	const char *r;
+	char q[64], want[64];
+	int fd, n, i;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2",
+		 rte_eal_get_runtime_dir());
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
+	      "connect %s: errno %d", sa.sun_path, errno);
+	{
+		char hello[1024];
+
+		CHECK(recv(fd, hello, sizeof(hello), 0) > 0, "no greeting");
+	}
+	r = tel_query(fd, "/dpib/devices");
+	snprintf(want, sizeof(want), "\"%s\"",
+		 ibv_get_device_name(P.ctx->device));
+	CHECK(strstr(r, want) != NULL, "devices: %s", r);
+
+	/* Something to count: a frame that is not RoCE. */
+	{
+		uint8_t f[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0,
+				  0, 0, 0, 0x33, 0x88, 0xb5 };
+
+		CHECK(dpib_inject(P.ctx, f, sizeof(f)) == 0, "inject");
+		usleep(10000);
+	}
+	n = dpib_counters(P.ctx, &names, before, 128);
+	snprintf(q, sizeof(q), "/dpib/counters,%s",
+		 ibv_get_device_name(P.ctx->device));
+	r = tel_query(fd, q);
+	CHECK(dpib_counters(P.ctx, NULL, after, 128) == n, "counters");
+	for (i = 0; i < n; i++) {
+		uint64_t v = json_u64(r, names[i]);
+
+		CHECK(v >= before[i] && v <= after[i], "%s: %lu, between %lu "
+		      "and %lu", names[i], (unsigned long)v,
+		      (unsigned long)before[i], (unsigned long)after[i]);
+	}
+	CHECK(json_u64(r, "rx_packets") > 0 &&
+	      json_u64(r, "rx_drop_not_roce") > 0, "the injected frame: %s", r);
+	(void)json_u64(r, "mbufs_in_use");
+
+	snprintf(q, sizeof(q), "/dpib/info,%s",
+		 ibv_get_device_name(P.ctx->device));
+	r = tel_query(fd, q);
+	snprintf(want, sizeof(want), "\"ip\":\"%s\"", expect_ip);
+	CHECK(strstr(r, want) != NULL, "info: %s", r);
+	CHECK(json_u64(r, "active_mtu") == (uint64_t)expect_mtu, "info: %s",
+	      r);
+	r = tel_query(fd, "/dpib/counters,nosuchdevice");
+	CHECK(strstr(r, "tx_packets") == NULL && strstr(r, "null") != NULL,
+	      "unknown device: %s", r);
+	close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -318,6 +415,7 @@ main(int argc, char **argv)
 	RUN(error_flushes_outstanding);
 	RUN(busy_objects);
 	RUN(unsupported_types_say_so);
+	RUN(telemetry_counters);
 	pair_close(&P);
 	CHECK_DONE();
 }

@@ -258,6 +258,7 @@ init_once_fn(void)
 			 "/sys/class/infiniband/%s", c->name);
 		ndevices++;
 	}
+	dpib_telemetry_register();
 }
 
 int

@@ -75,6 +75,9 @@ int dpib_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
 struct ibv_qp *dpib_create_qp_ex(struct ibv_context *ctx,
 				 struct ibv_qp_init_attr_ex *attr);
 
+/* telemetry.c */
+void dpib_telemetry_register(void);
+
 /* eal.c */
 int dpib_global_init(void);
 struct dpib_device *dpib_devices(unsigned int *n);

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * DPDK telemetry: the devices and their counters, for dpdk-telemetry.py and
+ * anything else that reads the process's telemetry socket
+ * (/var/run/dpdk/dpib_<pid>/dpdk_telemetry.v2 as root):
+ *
+ *   /dpib/devices              the device names
+ *   /dpib/counters,<device>    every counter of dpib_counters(), and
+ *                              mbufs_in_use
+ *   /dpib/info,<device>        port, addresses, MTUs, engine lcore
+ *
+ * Callbacks run on the telemetry thread; counters are read with relaxed
+ * loads, as dpib_counters() does: each value is exact, the set is not a
+ * snapshot.
+ */
+#include <arpa/inet.h>
+#include <string.h>
+#include <rte_mempool.h>
+#include <rte_telemetry.h>
+
+#include "verbs_priv.h"
+
+static struct ib_dev *
+dev_by_name(const char *name)
+{
+	struct dpib_device *d;
+	unsigned int n, i;
+
+	if (name == NULL)
+		return NULL;
+	d = dpib_devices(&n);
+	for (i = 0; i < n; i++)
+		if (strcmp(d[i].hw->conf.name, name) == 0)
+			return d[i].hw;
+	return NULL;
+}
+
+static int
+tel_devices(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	struct dpib_device *d;
+	unsigned int n, i;
+
+	(void)cmd;
+	(void)params;
+	d = dpib_devices(&n);
+	rte_tel_data_start_array(t, RTE_TEL_STRING_VAL);
+	for (i = 0; i < n; i++)
+		rte_tel_data_add_array_string(t, d[i].hw->conf.name);
+	return 0;
+}
+
+static int
+tel_counters(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	struct ib_dev *hw = dev_by_name(params);
+	int i;
+
+	(void)cmd;
+	if (hw == NULL)
+		return -EINVAL;
+	rte_tel_data_start_dict(t);
+	for (i = 0; i < IB_CNT_NUM; i++)
+		rte_tel_data_add_dict_u64(t, ib_counter_names[i],
+					  __atomic_load_n(&hw->cnt[i],
+							  __ATOMIC_RELAXED));
+	rte_tel_data_add_dict_u64(t, "mbufs_in_use",
+				  rte_mempool_in_use_count(hw->pool));
+	return 0;
+}
+
+static int
+tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	struct ib_dev *hw = dev_by_name(params);
+	char ip[INET6_ADDRSTRLEN];
+
+	(void)cmd;
+	if (hw == NULL)
+		return -EINVAL;
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_string(t, "port", hw->conf.port);
+	rte_tel_data_add_dict_int(t, "port_id", hw->port_id);
+	if (hw->conf.ip != 0 && inet_ntop(AF_INET, &hw->conf.ip, ip,
+					  sizeof(ip)) != NULL)
+		rte_tel_data_add_dict_string(t, "ip", ip);
+	if (hw->conf.has_ip6 && inet_ntop(AF_INET6, hw->conf.ip6, ip,
+					  sizeof(ip)) != NULL)
+		rte_tel_data_add_dict_string(t, "ip6", ip);
+	rte_tel_data_add_dict_int(t, "vlan", hw->conf.vlan);
+	rte_tel_data_add_dict_int(t, "eth_mtu", (int)hw->conf.mtu);
+	rte_tel_data_add_dict_int(t, "active_mtu", 128 << hw->active_mtu);
+	rte_tel_data_add_dict_int(t, "engine_lcore", hw->conf.lcore);
+	rte_tel_data_add_dict_int(t, "loopback", hw->conf.loopback);
+	return 0;
+}
+
+/*
+ * Registered once the devices exist, by the copy of the library that
+ * created them: EAL's PMD plugins that link libibverbs.so.1 (mlx4/mlx5)
+ * may load a second, idle copy of dpib into a program linked with
+ * libdpib.so, and its constructors would register empty answers.
+ */
+void
+dpib_telemetry_register(void)
+{
+	rte_telemetry_register_cmd("/dpib/devices", tel_devices,
+				   "The dpib devices. Takes no parameters");
+	rte_telemetry_register_cmd("/dpib/counters", tel_counters,
+				   "A dpib device's counters. Parameter: "
+				   "device name");
+	rte_telemetry_register_cmd("/dpib/info", tel_info,
+				   "A dpib device's port and addresses. "
+				   "Parameter: device name");
+}
