@@ -37,22 +37,24 @@ side_ok() {
 	grep -q "bytes in .* seconds" "$2" && grep -q "iters in .* seconds" "$2"
 }
 
-# pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR PROGRAM ARGS...
-pair() {
-	local label=$1 spre=$2 cpre=$3 addr=$4
-	shift 4
-	local s="$tmp/server.log" c="$tmp/client.log" srv rc src
+# run_two LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR SERVER_CONF
+#         CLIENT_CONF CHECK PROGRAM ARGS...: the server, then the client
+# against SERVER_ADDR; it passes when both exit 0 and CHECK SERVER_LOG
+# CLIENT_LOG prints the figure to report.
+run_two() {
+	local label=$1 spre=$2 cpre=$3 addr=$4 sconf=$5 cconf=$6 check=$7
+	shift 7
+	local s="$tmp/server.log" c="$tmp/client.log" srv rc src got
 	rm -f "$tmp"/memif.sock
-	$spre timeout $T "$run" -c "$tmp/server.conf" "$@" >"$s" 2>&1 &
+	$spre timeout $T "$run" -c "$sconf" "$@" >"$s" 2>&1 &
 	srv=$!
-	sleep 0.5
-	$cpre timeout $T "$run" -c "$tmp/client.conf" "$@" "$addr" >"$c" 2>&1
+	sleep 0.7
+	$cpre timeout $T "$run" -c "$cconf" "$@" "$addr" >"$c" 2>&1
 	rc=$?
 	wait $srv
 	src=$?
-	if [ $rc -eq 0 ] && [ $src -eq 0 ] && side_ok server "$s" &&
-	   side_ok client "$c"; then
-		ok "$label: $* ($(grep 'iters in' "$c" | sed 's/.*= //'))"
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && got=$($check "$s" "$c"); then
+		ok "$label: $* ($got)"
 	else
 		fail "$label: $* (server rc $src, client rc $rc)"
 		sed 's/^/  server: /' "$s" | tail -5
@@ -60,29 +62,32 @@ pair() {
 	fi
 }
 
+# A pingpong's success lines on both sides; the client's time per iteration.
+pingpong_ok() {
+	side_ok server "$1" && side_ok client "$2" &&
+		grep 'iters in' "$2" | sed 's/.*= //'
+}
+
+# perftest: the client's result row.
+perftest_ok() {
+	local row
+
+	row=$(grep -A1 '#bytes' "$2" | tail -1 | tr -s ' \t' ' ')
+	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
+}
+
+# pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR PROGRAM ARGS...
+pair() {
+	local label=$1 spre=$2 cpre=$3 addr=$4
+	shift 4
+	run_two "$label" "$spre" "$cpre" "$addr" "$tmp/server.conf" \
+		"$tmp/client.conf" pingpong_ok "$@"
+}
+
 # perf_pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR SERVER_CONF
-#           CLIENT_CONF PROGRAM ARGS...: a perftest program; both sides
-# must exit 0 and the client print its result row.
+#           CLIENT_CONF PROGRAM ARGS...
 perf_pair() {
-	local label=$1 spre=$2 cpre=$3 addr=$4 sconf=$5 cconf=$6
-	shift 6
-	local s="$tmp/server.log" c="$tmp/client.log" srv rc src row
-	$spre timeout $T "$run" -c "$sconf" "$@" >"$s" 2>&1 &
-	srv=$!
-	sleep 1
-	$cpre timeout $T "$run" -c "$cconf" "$@" "$addr" >"$c" 2>&1
-	rc=$?
-	wait $srv
-	src=$?
-	row=$(grep -A1 '#bytes' "$c" | tail -1 | tr -s ' \t' ' ')
-	if [ $rc -eq 0 ] && [ $src -eq 0 ] &&
-	   echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+'; then
-		ok "$label: $* ($row)"
-	else
-		fail "$label: $* (server rc $src, client rc $rc)"
-		sed 's/^/  server: /' "$s" | tail -5
-		sed 's/^/  client: /' "$c" | tail -5
-	fi
+	run_two "$1" "$2" "$3" "$4" "$5" "$6" perftest_ok "${@:7}"
 }
 
 programs() {
