@@ -887,6 +887,55 @@ atomic_write_pipeline(void)
 }
 
 /*
+ * ibv_reg_mr(3) access rules: remote write or atomic needs local write;
+ * relaxed ordering and other best-effort flags of the optional range are
+ * accepted; zero-based and on-demand MRs are not built (EOPNOTSUPP);
+ * unknown flags outside the optional range are EINVAL.
+ */
+static void
+reg_mr_access_rules(void)
+{
+	static const struct {
+		unsigned int access;
+		int err;
+	} rule[] = {
+		{ IBV_ACCESS_REMOTE_WRITE, EINVAL },
+		{ IBV_ACCESS_REMOTE_ATOMIC, EINVAL },
+		{ IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ, EINVAL },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_ATOMIC, 0 },
+		{ IBV_ACCESS_REMOTE_READ | IBV_ACCESS_MW_BIND, 0 },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_RELAXED_ORDERING, 0 },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_OPTIONAL_FIRST << 5, 0 },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ZERO_BASED, EOPNOTSUPP },
+		{ IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_ON_DEMAND, EOPNOTSUPP },
+		{ IBV_ACCESS_LOCAL_WRITE | 1u << 15, EINVAL },
+	};
+	struct ibv_mr *mr;
+	unsigned int i;
+
+	for (i = 0; i < DIM(rule); i++) {
+		errno = 0;
+		mr = ibv_reg_mr_iova2(p.pd, at(DST), 4096, va(DST),
+				      rule[i].access);
+		CHECK((mr != NULL) == (rule[i].err == 0) &&
+		      (mr != NULL || errno == rule[i].err),
+		      "access %#x: %s, errno %d, want %d", rule[i].access,
+		      mr ? "registered" : "refused", errno, rule[i].err);
+		if (mr != NULL)
+			CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+	}
+	/* A relaxed-ordering MR takes remote writes like any other. */
+	mr = ibv_reg_mr_iova2(p.pd, at(DST), 4096, va(DST),
+			      IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			      IBV_ACCESS_RELAXED_ORDERING);
+	CHECK(mr != NULL, "relaxed ordering MR");
+	CHECK(remote_write(va(DST), 512, mr->rkey, 61) == IBV_WC_SUCCESS,
+	      "WRITE into it");
+	check_pattern(DST, 512, 61);
+	CHECK(ibv_dereg_mr(mr) == 0, "dereg");
+}
+
+/*
  * ibv_query_qp_data_in_order(3): the responder places every message's
  * bytes in order with the CPU, so WRITE, SEND and READ data may be polled;
  * other operations are not described (0), nor is a non-zero flags field.
@@ -1144,6 +1193,7 @@ main(void)
 	RUN(atomic_write_pipeline);
 	RUN(atomic_write_run);
 	RUN(data_in_order);
+	RUN(reg_mr_access_rules);
 	RUN(wr_api);
 	pair_close(&p);
 	CHECK_DONE();

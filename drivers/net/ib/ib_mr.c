@@ -20,11 +20,16 @@
 	IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
 	IBV_ACCESS_HUGETLB | IBV_ACCESS_RELAXED_ORDERING)
 
-/* Registration rules for access flags (IBA 10.6.3.1 and verbs). */
+/*
+ * Registration rules for access flags (IBA 10.6.3.1 and verbs). Flags in
+ * IBV_ACCESS_OPTIONAL_RANGE are best effort (verbs.h): those dpib does not
+ * know are ignored, not refused; relaxed ordering changes nothing for a
+ * CPU that copies in order.
+ */
 static int
 access_ok(unsigned int access)
 {
-	if (access & ~MR_VALID_ACCESS)
+	if (access & ~(MR_VALID_ACCESS | IBV_ACCESS_OPTIONAL_RANGE))
 		return EINVAL;
 	/* Remote write or atomic needs local write. */
 	if ((access & (IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC)) &&
