@@ -541,6 +541,11 @@ mw2_bind_post_send(void)
 	mw->rkey = k;
 	expect_bind_error(bind2(mw, ibv_inc_rkey(k), NULL, 0, 0, 0),
 			  "type 2 without an MR");
+	/* The tag must change: the key of the last binding would let its
+	 * holders in again.
+	 */
+	expect_bind_error(bind2(mw, k, p.mr, va(DST), 64,
+				IBV_ACCESS_REMOTE_READ), "the same rkey again");
 	memset(&wr, 0, sizeof(wr));
 	wr.opcode = IBV_WR_BIND_MW;
 	wr.bind_mw.mw = mw1;

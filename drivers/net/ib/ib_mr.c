@@ -454,7 +454,8 @@ ib_mw_forget_qp(struct ib_qp *qp)
  * Engine, in SQ order: execute the bind WQE @w posted on @qp (IBA
  * 10.6.7.2 and ibv_bind_mw(3)). A type 1 window may be bound again, and a
  * bind without an MR invalidates it; a type 2 window must be free, takes
- * the rkey the WR names (same index, new tag) and serves only @qp. The MR
+ * the rkey the WR names (same index, a tag other than its current one) and
+ * serves only @qp. The MR
  * must allow binding, hold the whole window, and have local write when the
  * window grants remote write or atomics. A failed bind changes nothing.
  */
@@ -475,7 +476,11 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	mw = container_of(k, struct ib_mw, k);
 	if (mw->ibv.pd != qp->ibv.pd || (access & ~MW_ACCESS))
 		return IBV_WC_MW_BIND_ERR;
-	if (mw->ibv.type == IBV_MW_TYPE_2 && (mw->valid || lkey == 0))
+	/* Type 2: free, with an MR, and a new tag, so that no reference to
+	 * an earlier binding works again.
+	 */
+	if (mw->ibv.type == IBV_MW_TYPE_2 &&
+	    (mw->valid || lkey == 0 || w->rkey == k->key))
 		return IBV_WC_MW_BIND_ERR;
 	if (lkey == 0) {
 		if (addr != 0 || len != 0)
