@@ -1273,9 +1273,15 @@ reads_wait_for_neighbour(void)
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
 }
 
-/* An ARP reply (op 2) or gratuitous request (op 1) for 192.0.2.@host. */
+/*
+ * An ARP reply (op 2) or gratuitous request (op 1) for 192.0.2.@host,
+ * returning once the engine has taken it in: dpib_inject only queues, so
+ * a marker frame follows (not RoCE, counted as such) and the ARP frame is
+ * in when the marker is counted. Polling @cq for nothing drives an inline
+ * engine.
+ */
 static void
-inject_arp(uint8_t host, uint8_t op, uint8_t mac_low)
+inject_arp(struct ibv_cq *cq, uint8_t host, uint8_t op, uint8_t mac_low)
 {
 	uint8_t f[42] = {
 		0xff, 0xff, 0xff, 0xff, 0xff, 0xff,	/* broadcast */
@@ -1284,8 +1290,18 @@ inject_arp(uint8_t host, uint8_t op, uint8_t mac_low)
 		0x02, 0, 0, 0, host, mac_low, 192, 0, 2, host,	/* sender */
 		0, 0, 0, 0, 0, 0, 192, 0, 2, host,	/* target: itself */
 	};
+	uint8_t marker[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0,
+			       0, 0, host, mac_low, 0x88, 0xb5 };
+	uint64_t seen = counter("rx_drop_not_roce");
+	struct ibv_wc wc;
+	double end;
 
-	CHECK(dpib_inject(ctx, f, sizeof(f)) == 0, "inject ARP");
+	CHECK(dpib_inject(ctx, f, sizeof(f)) == 0 &&
+	      dpib_inject(ctx, marker, sizeof(marker)) == 0, "inject ARP");
+	end = check_now() + 2;
+	while (counter("rx_drop_not_roce") == seen && check_now() < end)
+		CHECK(ibv_poll_cq(cq, 0, &wc) == 0, "poll");
+	CHECK(counter("rx_drop_not_roce") > seen, "injected ARP not taken in");
 }
 
 /* The destination MAC of the last RoCE frame captured to 192.0.2.@host. */
@@ -1328,7 +1344,7 @@ path_follows_neighbour_mac(void)
 	end = check_now() + 0.02;
 	while (check_now() < end)
 		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "completion without a peer");
-	inject_arp(97, 2, 0x01);
+	inject_arp(cq, 97, 2, 0x01);
 	end = check_now() + 2;
 	while (!last_mac_to(97, mac) && check_now() < end)
 		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
@@ -1336,7 +1352,7 @@ path_follows_neighbour_mac(void)
 	/* Announced elsewhere: the next packet (a retransmission, or a new
 	 * WR) goes to the new MAC.
 	 */
-	inject_arp(97, 1, 0x02);
+	inject_arp(cq, 97, 1, 0x02);
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 64, 64, 2, IBV_SEND_SIGNALED) ==
 	      0, "post");
 	end = check_now() + 2;
