@@ -12,7 +12,6 @@
  * to ib_neigh_timer.
  */
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -26,6 +25,7 @@
 #include <rte_malloc.h>
 
 #include "check.h"
+#include "eal_util.h"
 #include "ib_hca.h"
 
 #define ARP_FRAME_LEN	60	/* 14 + 28, padded to the Ethernet minimum */
@@ -48,63 +48,9 @@ static const struct rte_ether_addr zero_mac;
 static uint32_t our_ip, peer_ip, other_ip;
 static uint8_t our6[16], peer6[16], other6[16];	/* 2001:db8::1, 2, 3 */
 
-static char runtime_dir[PATH_MAX];
-static int eal_running;
 static struct rte_mempool *pool;
 static struct ib_dev *dev;
 static uint64_t now;		/* the time last given to ib_neigh_timer */
-
-static void
-eal_up(void)
-{
-	char prefix[64];
-	char *argv[] = {
-		"test_arp", "--no-huge", "--no-shconf", "-m", "64",
-		"--no-pci", prefix, "--log-level=lib.*:error", "-l", "0",
-	};
-	int ret;
-
-	snprintf(prefix, sizeof(prefix), "--file-prefix=ta%d", getpid());
-	ret = rte_eal_init(RTE_DIM(argv), argv);
-	CHECK(ret >= 0, "rte_eal_init: %d (rte_errno %d)", ret, rte_errno);
-	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
-		 rte_eal_get_runtime_dir());
-	eal_running = 1;
-}
-
-/* EAL leaves its runtime directory behind; a test must leave nothing. */
-static void
-eal_down(void)
-{
-	struct dirent *e;
-	char *slash;
-	DIR *d;
-
-	if (!eal_running)
-		return;
-	eal_running = 0;
-	rte_eal_cleanup();
-	d = opendir(runtime_dir);
-	if (d != NULL) {
-		while ((e = readdir(d)) != NULL) {
-			char path[PATH_MAX + 256];
-
-			if (strcmp(e->d_name, ".") == 0 ||
-			    strcmp(e->d_name, "..") == 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
-				 e->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(runtime_dir);
-	slash = strrchr(runtime_dir, '/');
-	if (slash != NULL && slash != runtime_dir) {
-		*slash = '\0';
-		rmdir(runtime_dir);
-	}
-}
 
 /* net_ring without rings given: queue i transmits into what it receives. */
 static uint16_t
@@ -1212,7 +1158,7 @@ vlan_tagged_neighbour_frames(void)
 int
 main(void)
 {
-	eal_up();
+	eal_up("test_arp", "ta");
 	/* A failed CHECK exits; the runtime directory must go then too. */
 	atexit(eal_down);
 	setup();

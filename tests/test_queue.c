@@ -6,7 +6,6 @@
  * cached indices, free-running indices across 2^32, and order without loss
  * or duplication between two threads.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -19,6 +18,7 @@
 #include <rte_pause.h>
 
 #include "check.h"
+#include "eal_util.h"
 #include "ib_queue.h"
 
 #define THREAD_ITEMS	10000000ull
@@ -27,63 +27,6 @@
 
 /* The CPUs we may use before EAL pins the main thread to lcore 0. */
 static cpu_set_t start_cpus;
-static char runtime_dir[PATH_MAX];
-static int eal_running;
-
-static void
-eal_up(void)
-{
-	char prefix[64];
-	char *argv[] = {
-		"test_queue", "--no-huge", "--no-shconf", "-m", "64",
-		"--no-pci", prefix, "--log-level=lib.*:error", "-l", "0",
-	};
-	int ret;
-
-	if (sched_getaffinity(0, sizeof(start_cpus), &start_cpus) != 0)
-		CPU_ZERO(&start_cpus);
-	snprintf(prefix, sizeof(prefix), "--file-prefix=tq%d", getpid());
-	ret = rte_eal_init(RTE_DIM(argv), argv);
-	CHECK(ret >= 0, "rte_eal_init: %d (rte_errno %d)", ret, rte_errno);
-	snprintf(runtime_dir, sizeof(runtime_dir), "%s",
-		 rte_eal_get_runtime_dir());
-	eal_running = 1;
-}
-
-/* EAL leaves its runtime directory behind; a test must leave nothing. */
-static void
-eal_down(void)
-{
-	struct dirent *e;
-	char *slash;
-	DIR *d;
-
-	if (!eal_running)
-		return;
-	eal_running = 0;
-	rte_eal_cleanup();
-	d = opendir(runtime_dir);
-	if (d != NULL) {
-		while ((e = readdir(d)) != NULL) {
-			char path[PATH_MAX + 256];
-
-			if (strcmp(e->d_name, ".") == 0 ||
-			    strcmp(e->d_name, "..") == 0)
-				continue;
-			snprintf(path, sizeof(path), "%s/%s", runtime_dir,
-				 e->d_name);
-			unlink(path);
-		}
-		closedir(d);
-	}
-	rmdir(runtime_dir);
-	/* Other processes may still use the parent; then it is not empty. */
-	slash = strrchr(runtime_dir, '/');
-	if (slash != NULL && slash != runtime_dir) {
-		*slash = '\0';
-		rmdir(runtime_dir);
-	}
-}
 
 /* Queue sizes are powers of two so that an index maps with a mask. */
 static void
@@ -370,7 +313,9 @@ two_threads_keep_order(void)
 int
 main(void)
 {
-	eal_up();
+	if (sched_getaffinity(0, sizeof(start_cpus), &start_cpus) != 0)
+		CPU_ZERO(&start_cpus);
+	eal_up("test_queue", "tq");
 	/* A failed CHECK exits; the runtime directory must go then too. */
 	atexit(eal_down);
 	RUN(capacity_rounds_to_pow2);
