@@ -115,6 +115,14 @@ connect_qp(struct ibv_qp *qp, uint32_t dest)
 	}
 }
 
+/* Two QPs of one type to RTS, each the other's destination. */
+static void
+connect_pair(struct ibv_qp *a, struct ibv_qp *b)
+{
+	connect_qp(a, b->qp_num);
+	connect_qp(b, a->qp_num);
+}
+
 static int
 post_send(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t off,
 	  uint32_t len, uint64_t wr_id, int flags)
@@ -191,8 +199,7 @@ completion_channel_events(void)
 	CHECK(cq != NULL && cq->channel == ch, "create_cq with channel");
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK) == 0,
 	      "O_NONBLOCK");
 	errno = 0;
@@ -229,8 +236,7 @@ solicited_only_events(void)
 	struct ibv_cq *ev_cq;
 	void *ev_ctx;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	post_recv(b, 4096, 4096, 1);
 	post_recv(b, 8192, 4096, 2);
 	CHECK(ibv_req_notify_cq(rcq, 1) == 0, "arm solicited");
@@ -281,8 +287,7 @@ destroy_cq_waits_for_ack(void)
 	void *ev_ctx;
 	double end;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post");
 	CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0, "event");
@@ -367,10 +372,8 @@ srq_shared_and_limit(void)
 	s2 = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	r1 = make_qp(IBV_QPT_RC, cq, cq, srq);
 	r2 = make_qp(IBV_QPT_RC, cq, cq, srq);
-	connect_qp(s1, r1->qp_num);
-	connect_qp(r1, s1->qp_num);
-	connect_qp(s2, r2->qp_num);
-	connect_qp(r2, s2->qp_num);
+	connect_pair(s1, r1);
+	connect_pair(s2, r2);
 	sge.addr = (uintptr_t)buf;
 	sge.length = 16;
 	sge.lkey = mr->lkey;
@@ -525,8 +528,7 @@ uc_semantics(void)
 	struct ibv_qp *b = make_qp(IBV_QPT_UC, rcq, rcq, NULL);
 	struct ibv_wc wc;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	fill_pattern(buf, 8192, 4);
 	memset(buf + 512 * 1024, 0, 8192);
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 3000, 1, 0) == 0, "write");
@@ -565,8 +567,7 @@ sqd_drains_and_resumes(void)
 	struct ibv_qp_attr x = { .qp_state = IBV_QPS_SQD };
 	struct ibv_wc wc;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE) == 0, "RTS->SQD");
 	wait_async(IBV_EVENT_SQ_DRAINED, a, 5000);
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post in SQD");
@@ -591,10 +592,8 @@ reset_purges_only_its_cqes(void)
 	struct ibv_wc wc;
 	int i, n = 0;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
-	connect_qp(c, d->qp_num);
-	connect_qp(d, c->qp_num);
+	connect_pair(a, b);
+	connect_pair(c, d);
 	for (i = 0; i < 4; i++) {
 		CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 100 + i, 0) == 0, "a");
 		CHECK(post_send(c, IBV_WR_RDMA_WRITE, 0, 8, 200 + i, 0) == 0, "c");
@@ -626,8 +625,7 @@ resize_cq_keeps_entries(void)
 	struct ibv_wc wc;
 	int i;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	for (i = 0; i < 6; i++)
 		CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, i, 0) == 0, "post");
 	usleep(50000);
@@ -721,8 +719,7 @@ post_limits(void)
 	uint32_t i, cap;
 	int ret = 0;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_query_qp(a, &attr, IBV_QP_CAP, &ia) == 0, "query");
 	cap = attr.cap.max_send_wr;
 	CHECK(attr.cap.max_inline_data >= 64, "max_inline_data %u",
@@ -768,8 +765,7 @@ protection_domains_and_local_access(void)
 	CHECK(pd2 != NULL && other != NULL && ro != NULL, "setup");
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	/* Local: the lkey of another PD's MR. */
 	sge = (struct ibv_sge){ (uintptr_t)buf + 256 * 1024, 8, other->lkey };
 	memset(&wr, 0, sizeof(wr));
@@ -786,8 +782,7 @@ protection_domains_and_local_access(void)
 
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	/* Remote: the rkey of another PD's MR. */
 	sge = (struct ibv_sge){ (uintptr_t)buf, 8, mr->lkey };
 	wr.wr_id = 2;
@@ -800,8 +795,7 @@ protection_domains_and_local_access(void)
 
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	/* A READ into a region without IBV_ACCESS_LOCAL_WRITE. */
 	sge = (struct ibv_sge){ (uintptr_t)buf + 300 * 1024, 8, ro->lkey };
 	wr.wr_id = 3;
@@ -869,8 +863,7 @@ sge_length_zero_is_2g(void)
 		.opcode = IBV_WR_RDMA_WRITE,
 		.wr.rdma = { (uintptr_t)buf + 4096, mr->rkey } }, *bad;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	wr.num_sge = 0;
 	CHECK(ibv_post_send(a, &wr, &bad) == 0, "zero-length WRITE");
 	expect(cq, 1, IBV_WC_SUCCESS, NULL);
@@ -935,8 +928,7 @@ channel_with_epoll(void)
 
 	CHECK(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ev) == 0,
 	      "epoll");
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_req_notify_cq(cq, 0) == 0, "arm");
 	CHECK(epoll_wait(ep, &got, 1, 20) == 0, "event before any completion");
 	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 8, 1, 0) == 0, "post");
@@ -964,8 +956,7 @@ remote_operational_error(void)
 	struct ibv_recv_wr rwr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 },
 		*rbad;
 
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_post_recv(b, &rwr, &rbad) == 0, "post_recv");
 	CHECK(post_send(a, IBV_WR_SEND, 0, 32, 10, 0) == 0, "send");
 	expect(rcq, 9, IBV_WC_LOC_PROT_ERR, NULL);
@@ -1000,8 +991,7 @@ fence_waits_for_read(void)
 	long last_resp = -1, write_req = -1, n = 0;
 
 	CHECK(path != NULL, "run with DPIB_CAPTURE");
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(ibv_post_send(a, &w1, &bad) == 0, "post READ + fenced WRITE");
 	expect(cq, 1, IBV_WC_SUCCESS, NULL);
 	expect(cq, 2, IBV_WC_SUCCESS, NULL);
@@ -1067,8 +1057,7 @@ rereg_mr_rules(void)
 	rkey = m->rkey;
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	fill_pattern(buf, 64, 21);
 	CHECK(write_status(a, cq, rkey, (uintptr_t)area, 1) == IBV_WC_SUCCESS,
 	      "WRITE before");
@@ -1094,8 +1083,7 @@ rereg_mr_rules(void)
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	/* Translation (with access back): the same rkey now means the new
 	 * range, the old one is outside the region.
 	 */
@@ -1111,8 +1099,7 @@ rereg_mr_rules(void)
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
 	a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 	b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	connect_qp(a, b->qp_num);
-	connect_qp(b, a->qp_num);
+	connect_pair(a, b);
 	CHECK(write_status(a, cq, rkey, (uintptr_t)area, 5) ==
 	      IBV_WC_REM_ACCESS_ERR, "WRITE into the old range");
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
@@ -1127,8 +1114,7 @@ rereg_mr_rules(void)
 
 		a = make_qp(IBV_QPT_RC, cq, cq, NULL);
 		b = make_qp(IBV_QPT_RC, rcq, rcq, NULL);
-		connect_qp(a, b->qp_num);
-		connect_qp(b, a->qp_num);
+		connect_pair(a, b);
 		CHECK(ibv_rereg_mr(m, IBV_REREG_MR_CHANGE_PD, pd2, NULL, 0, 0) ==
 		      0 && m->pd == pd2, "rereg PD");
 		CHECK(ibv_post_recv(b, &rwr, &rbad) == 0, "post_recv");
