@@ -69,6 +69,23 @@ pair_open_mem(struct pair *p, const struct pair_opts *o)
 	CHECK(p->mr != NULL, "reg_mr errno %d", errno);
 }
 
+/* The QP capabilities and CQ size both kinds of pair use. */
+static inline struct ibv_qp_cap
+pair_cap(const struct pair_opts *o)
+{
+	struct ibv_qp_cap cap = {
+		.max_send_wr = o->max_wr,
+		.max_recv_wr = o->max_wr,
+		.max_send_sge = o->max_sge,
+		.max_recv_sge = o->max_sge,
+		.max_inline_data = o->max_inline,
+	};
+
+	return cap;
+}
+
+#define PAIR_CQE(o)	(2 * (o)->max_wr + 16)
+
 static inline void
 pair_open(struct pair *p, const struct pair_opts *o)
 {
@@ -78,18 +95,11 @@ pair_open(struct pair *p, const struct pair_opts *o)
 	for (i = 0; i < 2; i++) {
 		struct ibv_qp_init_attr ia = {
 			.qp_type = IBV_QPT_RC,
-			.cap = {
-				.max_send_wr = o->max_wr,
-				.max_recv_wr = o->max_wr,
-				.max_send_sge = o->max_sge,
-				.max_recv_sge = o->max_sge,
-				.max_inline_data = o->max_inline,
-			},
+			.cap = pair_cap(o),
 			.sq_sig_all = o->sq_sig_all,
 		};
 
-		p->cq[i] = ibv_create_cq(p->ctx, 2 * o->max_wr + 16, NULL,
-					 NULL, 0);
+		p->cq[i] = ibv_create_cq(p->ctx, PAIR_CQE(o), NULL, NULL, 0);
 		CHECK(p->cq[i] != NULL, "create_cq");
 		ia.send_cq = ia.recv_cq = p->cq[i];
 		p->qp[i] = ibv_create_qp(p->pd, &ia);
@@ -107,18 +117,12 @@ pair_open_ex(struct pair *p, const struct pair_opts *o, uint64_t wc_flags,
 	pair_open_mem(p, o);
 	for (i = 0; i < 2; i++) {
 		struct ibv_cq_init_attr_ex ca = {
-			.cqe = 2 * o->max_wr + 16,
+			.cqe = PAIR_CQE(o),
 			.wc_flags = wc_flags,
 		};
 		struct ibv_qp_init_attr_ex ia = {
 			.qp_type = IBV_QPT_RC,
-			.cap = {
-				.max_send_wr = o->max_wr,
-				.max_recv_wr = o->max_wr,
-				.max_send_sge = o->max_sge,
-				.max_recv_sge = o->max_sge,
-				.max_inline_data = o->max_inline,
-			},
+			.cap = pair_cap(o),
 			.sq_sig_all = o->sq_sig_all,
 			.comp_mask = IBV_QP_INIT_ATTR_PD |
 				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
