@@ -133,33 +133,28 @@ single_process_tools() {
 	fi
 }
 
-memif_link() {
-	cat >"$tmp/server.conf" <<EOF
-[engine]
-mode = inline
-[device dpib0]
-port = net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no,id=0
-ip = 192.0.2.1
-mtu = 1500
-EOF
-	sed -e 's/role=server/role=client/' -e 's/192.0.2.1/192.0.2.2/' \
-		"$tmp/server.conf" >"$tmp/client.conf"
-	programs memif "" "" 127.0.0.1
-	# Both GID kinds on VLAN 42: GID 0 is IPv4-mapped, GID 1 the IPv6
-	# address; the peer's MAC comes from ARP or Neighbor Discovery.
-	cat >"$tmp/server.conf" <<EOF
-[engine]
-mode = inline
-[device dpib0]
-port = net_memif0,role=server,socket=$tmp/memif.sock,socket-abstract=no,id=0
-ip = 192.0.2.1
-ip6 = 2001:db8::1
-vlan = 42
-mtu = 1500
-EOF
+# memif_confs [LINE...]: a memif server and client configuration, the
+# server 192.0.2.1 (and 2001:db8::1), the client .2 (::2), with LINEs added
+# to both devices.
+memif_confs() {
+	{
+		printf '[engine]\nmode = inline\n[device dpib0]\n'
+		printf 'port = net_memif0,role=server,socket=%s,%s\n' \
+			"$tmp/memif.sock" 'socket-abstract=no,id=0'
+		printf 'ip = 192.0.2.1\nmtu = 1500\n'
+		printf '%s\n' "$@"
+	} >"$tmp/server.conf"
 	sed -e 's/role=server/role=client/' -e 's/192.0.2.1/192.0.2.2/' \
 		-e 's/2001:db8::1/2001:db8::2/' \
 		"$tmp/server.conf" >"$tmp/client.conf"
+}
+
+memif_link() {
+	memif_confs
+	programs memif "" "" 127.0.0.1
+	# Both GID kinds on VLAN 42: GID 0 is IPv4-mapped, GID 1 the IPv6
+	# address; the peer's MAC comes from ARP or Neighbor Discovery.
+	memif_confs "ip6 = 2001:db8::1" "vlan = 42"
 	local l=memif-vlan42
 	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 1 -n 2000
 	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 1 -s 65536 -n 300
