@@ -58,6 +58,7 @@ struct resp_pkt {
 	uint32_t psn;
 	uint32_t paylen;
 	uint8_t *payload;
+	uint8_t *addr;		/* where its RETH/AtomicETH points (check_rkey) */
 };
 
 static void
@@ -235,8 +236,11 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 	if (!(qp->attr.qp_access_flags & access))
 		return RESP_ERR_REM_ACCESS;
 	/* 9.4.3: no key check for 0 bytes. */
-	if (len != 0 && ib_rkey_addr(qp, rkey, va, len, access) == NULL)
-		return RESP_ERR_REM_ACCESS;
+	if (len != 0) {
+		p->addr = ib_rkey_addr(qp, rkey, va, len, access);
+		if (p->addr == NULL)
+			return RESP_ERR_REM_ACCESS;
+	}
 	if (p->mask & IB_M_WRITE) {
 		qp->resp.wkey = rkey;
 		qp->resp.wva = va;
@@ -273,11 +277,13 @@ exec_write(struct ib_qp *qp, struct resp_pkt *p)
 	if ((p->mask & IB_M_LAST) && p->paylen != qp->resp.wremain)
 		return RESP_ERR_INVALID_REQ;	/* shorter */
 	if (p->paylen) {
-		/* The MR or window may have changed since the first packet
-		 * (deregistered, re-registered, invalidated): check again.
+		/* The packet with the RETH was checked just now; the MR or
+		 * window may have changed since (deregistered, re-registered,
+		 * invalidated) for the packets after it: check again.
 		 */
-		uint8_t *dst = ib_rkey_addr(qp, qp->resp.wkey, qp->resp.wva,
-					    p->paylen, IBV_ACCESS_REMOTE_WRITE);
+		uint8_t *dst = (p->mask & IB_M_RETH) ? p->addr :
+			ib_rkey_addr(qp, qp->resp.wkey, qp->resp.wva,
+				     p->paylen, IBV_ACCESS_REMOTE_WRITE);
 
 		if (dst == NULL)
 			return RESP_ERR_REM_ACCESS;
@@ -317,9 +323,7 @@ static enum resp_state
 exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 {
 	struct ib_atmeth *a = (void *)(p->bth + p->info->offset[IB_HDR_ATMETH]);
-	uint64_t *addr = (uint64_t *)ib_rkey_addr(qp, rte_be_to_cpu_32(a->rkey),
-						  rte_be_to_cpu_64(a->va), 8,
-						  IBV_ACCESS_REMOTE_ATOMIC);
+	uint64_t *addr = (uint64_t *)p->addr;	/* checked by check_rkey */
 	uint64_t orig, swap_add = rte_be_to_cpu_64(a->swap_add);
 	uint8_t op = bth_opcode((struct ib_bth *)p->bth);
 	struct ib_atomic_replay *r;
@@ -352,9 +356,7 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
 static enum resp_state
 exec_atomic_write(struct ib_qp *qp, struct resp_pkt *p)
 {
-	struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
-	uint64_t *addr = (uint64_t *)ib_rkey_addr(qp, reth_rkey(r), reth_va(r),
-						  8, IBV_ACCESS_REMOTE_WRITE);
+	uint64_t *addr = (uint64_t *)p->addr;	/* checked by check_rkey */
 	uint64_t v;
 
 	memcpy(&v, p->payload, 8);
