@@ -109,7 +109,7 @@ ATOMIC_WRITE = 0x1d
 # test_verbs' peers on no link: their MACs come from ARP frames the test
 # injects (.97 moves to a second MAC), and their requests go out (on the
 # loopback port) and are never answered.
-OFF_LINK = {"192.0.2.98": {"02:00:00:00:00:98"},
+OFF_LINK = {"192.0.2.98": {"02:00:00:00:62:01"},
             "192.0.2.97": {"02:00:00:00:61:01", "02:00:00:00:61:02"}}
 SEND_INV = (0x16, 0x17)
 FATAL_NAKS = ("NAK invalid request", "NAK remote access error",
