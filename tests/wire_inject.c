@@ -186,6 +186,10 @@ rc_to_rtr(struct ibv_qp *qp, uint32_t dest_qpn)
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
 	a.ah_attr.port_num = 1;
+	/* The peer's frames come from the device's own address. */
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(ctx, 1, 0, &a.ah_attr.grh.dgid) == 0, "GID 0");
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC |

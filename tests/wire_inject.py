@@ -56,7 +56,9 @@ except ImportError as e:
 import wire_dissect as wd
 
 PEER_MAC = "02:00:00:00:00:02"
-PEER_IP = "127.0.0.2"
+# The peer speaks from the device's own address: RC and UC QPs take frames
+# only from the address their path names, and the C side connects them to
+# the device itself (its GID 0).
 PEER_QPN = 0x77            # DETH source QP of the UD frames
 PEER_SPORT = 0xc0de
 UD_QKEY_WRONG = 0x22222222
@@ -116,7 +118,7 @@ def roce(c, opcode, dqpn, psn, ext=b"", payload=b"", ackreq=0,
          pkey=0xffff, version=0):
     pad = (-len(payload)) % 4
     return raw(Ether(dst=c["dev_mac"], src=PEER_MAC) /
-               IP(src=PEER_IP, dst=c["dev_ip"], flags="DF", ttl=64, id=0) /
+               IP(src=c["dev_ip"], dst=c["dev_ip"], flags="DF", ttl=64, id=0) /
                UDP(sport=PEER_SPORT, dport=wd.ROCE_PORT, chksum=0) /
                BTH(opcode=opcode, padcount=pad, version=version, pkey=pkey,
                    dqpn=dqpn, ackreq=ackreq, psn=psn) /

@@ -252,7 +252,10 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 		qp->comp.read_off = 0;	/* the request was sent again */
 		qp->comp.cur.idx = qp->comp.cur.off = 0;
 	}
-	if (qp->comp.read_off + paylen > w->length ||
+	/* Every response packet carries at most the path MTU, and all but
+	 * the last exactly that.
+	 */
+	if (qp->comp.read_off + paylen > w->length || paylen > qp->path.mtu ||
 	    (!(info->mask & IB_M_LAST) && paylen != qp->path.mtu)) {
 		comp_error(qp, IBV_WC_BAD_RESP_ERR);
 		return;
@@ -302,6 +305,23 @@ comp_atomic_ack(struct ib_qp *qp, const struct ib_opcode_info *info,
 	comp_retire(qp, psn);
 }
 
+/*
+ * Does a response at @psn answer something this QP sent? An acknowledgement
+ * lies between the last PSN acknowledged (a repeated ACK of it is harmless)
+ * and the last PSN ever sent; a NAK names a PSN not acknowledged yet. The
+ * rest is ignored and counted (IBA 9.7.5.1.x): an off-path host that does
+ * not know where the PSNs are can neither complete nor fail work, and no
+ * response completes what was never sent.
+ */
+static int
+resp_psn_ok(const struct ib_qp *qp, uint32_t psn, int nak)
+{
+	int32_t lo = psn_diff(psn, qp->comp.acked_psn);
+
+	return (nak ? lo > 0 : lo >= 0) &&
+	       psn_diff(psn, qp->req.max_psn) < 0;
+}
+
 void
 ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 {
@@ -314,9 +334,14 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return;
 	}
-	if (info->mask & IB_M_AETH) {
+	if (info->mask & IB_M_AETH)
 		syndrome = aeth_syndrome((rte_be32_t *)(bth +
 						info->offset[IB_HDR_AETH]));
+	if (!resp_psn_ok(qp, psn, (syndrome & AETH_TYPE_MASK) != AETH_ACK)) {
+		ib_count(qp->dev, IB_CNT_RX_RESP_BAD_PSN);
+		return;
+	}
+	if (info->mask & IB_M_AETH) {
 		if ((syndrome & AETH_TYPE_MASK) != AETH_ACK) {
 			comp_ack(qp, syndrome, psn);
 			return;

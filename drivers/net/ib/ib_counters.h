@@ -25,6 +25,8 @@
 	X(RX_DUP,		"rx_duplicate_request") \
 	X(RX_OUT_OF_SEQ,	"rx_out_of_sequence") \
 	X(RX_STALE_RESP,	"rx_drop_stale_response") \
+	X(RX_RESP_BAD_PSN,	"rx_drop_response_psn_invalid") \
+	X(RX_BAD_PATH,		"rx_drop_path_mismatch") \
 	X(RX_BAD_QKEY,		"rx_drop_bad_qkey") \
 	X(RX_NO_RWQE,		"rx_drop_ud_no_receive_wqe") \
 	X(RX_MCAST_NO_GROUP,	"rx_drop_multicast_no_group") \

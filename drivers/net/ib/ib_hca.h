@@ -191,8 +191,9 @@ struct ib_cq {
 };
 
 /*
- * Send WQE as the application writes it into the SQ. UD keeps the AH in
- * remote_addr, the destination QPN in rkey and the Q_Key in compare_add;
+ * Send WQE as the application writes it into the SQ. UD keeps the
+ * destination QPN in rkey and the Q_Key in compare_add, and a copy of the
+ * AH's address vector at av_off in the slot (sq_wqe_av);
  * SEND with Invalidate and LOCAL_INV the rkey to invalidate in rkey; a
  * memory-window bind the new rkey in rkey, the window's address and length
  * in remote_addr and compare_add, the MR's lkey << 32 | the MW's key index
@@ -293,6 +294,7 @@ struct ib_req {
 	uint32_t hw_idx;	/* past the last slot ever transmitted whole */
 	uint32_t offset;	/* bytes of that WQE already sent */
 	uint32_t psn;		/* next PSN to send */
+	uint32_t max_psn;	/* one past the highest PSN ever sent */
 	struct ib_sge_cursor cur;
 	uint32_t rd_atomic;	/* READ/atomic requests in flight */
 	uint64_t wait_until;	/* RNR back-off: no sending before (TSC) */
@@ -418,6 +420,7 @@ struct ib_qp {
 	rte_spinlock_t rq_lock;
 	uint8_t post_line_end[0] __rte_cache_aligned;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
+	uint32_t av_off;	/* UD: address vector's offset in a send slot */
 	int sq_sig_all;
 	uint32_t db_armed;	/* queued or active on the engine */
 
@@ -557,6 +560,17 @@ static inline struct ib_send_wqe *
 sq_wqe(struct ib_qp *qp, uint32_t idx)
 {
 	return ib_queue_slot(&qp->sq, idx);
+}
+
+/*
+ * UD: the destination, copied from the AH when the WR was posted (as
+ * hardware HCAs copy the address vector into the WQE), so that destroying
+ * or reusing an AH never changes work already posted.
+ */
+static inline struct ib_encap *
+sq_wqe_av(const struct ib_qp *qp, struct ib_send_wqe *w)
+{
+	return (struct ib_encap *)((uint8_t *)w + qp->av_off);
 }
 
 static inline struct ib_recv_wqe *
@@ -708,7 +722,7 @@ void ib_engine_shutdown(void);
 /* ib_net.c */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
 			      uint32_t paylen, uint8_t **bth, uint8_t **payload);
-struct rte_mbuf *ib_pkt_alloc_ah(struct ib_qp *qp, struct ib_ah *ah,
+struct rte_mbuf *ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av,
 				 uint8_t opcode, uint32_t paylen,
 				 uint8_t **bth, uint8_t **payload);
 void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,

@@ -308,7 +308,7 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 	if ((flags & IBV_REREG_MR_CHANGE_PD) && pd == NULL)
 		return EINVAL;
 	if ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
-	    (addr == NULL || len == 0))
+	    (addr == NULL || len == 0 || len > UINT64_MAX - (uintptr_t)addr))
 		return EINVAL;
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (err = access_ok(access)))
 		return err;

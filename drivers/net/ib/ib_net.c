@@ -340,14 +340,17 @@ ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload);
 }
 
-/* The same, to the destination of an address handle. */
+/*
+ * The same, to a UD WQE's copy of an address vector: the engine resolves
+ * the copy, never the AH, which the application reads at every post.
+ */
 struct rte_mbuf *
-ib_pkt_alloc_ah(struct ib_qp *qp, struct ib_ah *ah, uint8_t opcode,
+ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av, uint8_t opcode,
 		uint32_t paylen, uint8_t **bth, uint8_t **payload)
 {
-	if (ib_hdr_resolve(qp->dev, &ah->hdr) != 0)
+	if (ib_hdr_resolve(qp->dev, av) != 0)
 		return NULL;
-	return pkt_alloc(qp, &ah->hdr, opcode, paylen, bth, payload);
+	return pkt_alloc(qp, av, opcode, paylen, bth, payload);
 }
 
 /*
@@ -523,6 +526,32 @@ qp_accepts(const struct ib_qp *qp, uint32_t mask)
 	}
 }
 
+/*
+ * A connected QP hears only its peer: the frame's source address must be
+ * the path's destination and its destination the path's source (the VLAN
+ * was checked per device). Otherwise any host that guessed a QPN could
+ * write into a connection (IBA checks the source LID of RC/UC packets;
+ * RoCE has addresses instead).
+ */
+static int
+rx_from_peer(const struct ib_qp *qp, const uint8_t *l3)
+{
+	const struct ib_encap *h = &qp->path.hdr;
+	const uint8_t *tmpl = h->b + h->ip_off;
+
+	if (((l3[0] >> 4) == 6) != h->ip6)
+		return 0;
+	if (!h->ip6) {
+		const struct rte_ipv4_hdr *ip = (const void *)l3;
+		const struct rte_ipv4_hdr *t = (const void *)tmpl;
+
+		return ip->src_addr == t->dst_addr && ip->dst_addr == t->src_addr;
+	}
+	/* IPv6: source (8) then destination (24), 16 bytes each. */
+	return memcmp(l3 + 8, tmpl + 24, 16) == 0 &&
+	       memcmp(l3 + 24, tmpl + 8, 16) == 0;
+}
+
 /* The QP-level checks (type, state), then the responder or completer. */
 static void
 rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
@@ -537,6 +566,10 @@ rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
 	if (state < IBV_QPS_RTR || state == IBV_QPS_ERR ||
 	    ((info->mask & IB_M_RESP) && state == IBV_QPS_RTR)) {
 		ib_count(dev, IB_CNT_RX_BAD_STATE);
+		return;
+	}
+	if (qp->ibv.qp_type != IBV_QPT_UD && !rx_from_peer(qp, dev->rx_ip)) {
+		ib_count(dev, IB_CNT_RX_BAD_PATH);
 		return;
 	}
 	if (info->mask & IB_M_RESP)

@@ -95,10 +95,14 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 	w->length = total;
 	w->imm = wr->imm_data;
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
-		/* The AH, destination QP and Q_Key travel in the WQE. */
+		/* The address vector, destination QP and Q_Key travel in
+		 * the WQE: the AH may be destroyed once this returns.
+		 */
 		if (wr->wr.ud.ah == NULL)
 			return EINVAL;
-		w->remote_addr = (uintptr_t)to_ah(wr->wr.ud.ah);
+		memcpy(sq_wqe_av(qp, w), &to_ah(wr->wr.ud.ah)->hdr,
+		       sizeof(struct ib_encap));
+		w->remote_addr = 0;
 		w->rkey = wr->wr.ud.remote_qpn & IB_QPN_MASK;
 		w->compare_add = wr->wr.ud.remote_qkey;
 	} else if (is_atomic(wr->opcode)) {

@@ -210,6 +210,10 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 		RTE_MAX(qp->max_send_sge * sizeof(struct ibv_sge),
 			(size_t)cap->max_inline_data), 64);
 	qp->max_inline = sstride - sizeof(struct ib_send_wqe);
+	if (init->qp_type == IBV_QPT_UD) {
+		qp->av_off = sstride;
+		sstride = RTE_ALIGN_CEIL(sstride + sizeof(struct ib_encap), 64);
+	}
 	rstride = RTE_ALIGN_CEIL(sizeof(struct ib_recv_wqe) +
 		qp->max_recv_sge * sizeof(struct ibv_sge), 64);
 	err = ENOMEM;
@@ -434,6 +438,7 @@ qp_modify_apply(void *arg)
 	if (mask & IBV_QP_SQ_PSN) {
 		qp->attr.sq_psn = a->sq_psn & IB_PSN_MASK;
 		qp->req.psn = qp->attr.sq_psn;
+		qp->req.max_psn = qp->attr.sq_psn;
 		/* Nothing is acknowledged yet: the last PSN before the first. */
 		qp->comp.acked_psn = (qp->attr.sq_psn - 1) & IB_PSN_MASK;
 	}

@@ -151,7 +151,6 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	uint8_t op = w->opcode == IBV_WR_SEND_WITH_IMM ? IB_UD_SEND_ONLY_IMM :
 						       IB_UD_SEND_ONLY;
 	const struct ib_opcode_info *info = &ib_opcode[op];
-	struct ib_ah *ah = (struct ib_ah *)(uintptr_t)w->remote_addr;
 	uint32_t qkey = (uint32_t)w->compare_add;
 	struct ib_deth *deth;
 	uint8_t *bth, *pay;
@@ -159,7 +158,7 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 
 	if (w->length > qp->path.mtu)
 		return -EMSGSIZE;
-	m = ib_pkt_alloc_ah(qp, ah, op, w->length, &bth, &pay);
+	m = ib_pkt_alloc_av(qp, sq_wqe_av(qp, w), op, w->length, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
 	ib_pkt_bth(bth, op, !!(w->flags & IBV_SEND_SOLICITED), w->rkey, 0,
@@ -242,6 +241,8 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	qp->req.offset += chunk;
 	qp->req.psn = (qp->req.psn + (wr_is_read_atomic(w->opcode) ?
 				      wqe_npkts(qp, w) : 1)) & IB_PSN_MASK;
+	if (psn_diff(qp->req.psn, qp->req.max_psn) > 0)
+		qp->req.max_psn = qp->req.psn;
 	return last;
 }
 

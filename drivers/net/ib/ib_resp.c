@@ -214,6 +214,11 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		len = reth_len(r);
 		access = (p->mask & IB_M_READ) ? IBV_ACCESS_REMOTE_READ :
 						 IBV_ACCESS_REMOTE_WRITE;
+		/* No message is longer than 2^31 bytes (IBA's maximum): a longer
+		 * READ would also wrap the count of its response PSNs.
+		 */
+		if (len > IB_MAX_MSG_SZ)
+			return RESP_ERR_INVALID_REQ;
 		/* ATOMIC WRITE: 8 bytes at an 8-byte aligned address. */
 		if ((p->mask & IB_M_ATOMIC_WR) &&
 		    (len != 8 || p->paylen != 8 || (va & 7)))
@@ -376,7 +381,7 @@ execute(struct ib_qp *qp, struct resp_pkt *p)
 	if (p->mask & IB_M_ATOMIC_WR)
 		return exec_atomic_write(qp, p);
 	if (p->mask & IB_M_READ) {
-		uint32_t n = qp->resp.rd_len;
+		uint64_t n = qp->resp.rd_len;
 		struct ib_read_job *j;
 
 		qp->resp.msn++;
@@ -464,6 +469,8 @@ resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
 		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
 		struct ib_read_job *j;
 
+		if (reth_len(r) > IB_MAX_MSG_SZ)
+			return;
 		if (reth_len(r) && ib_rkey_addr(qp, reth_rkey(r), reth_va(r),
 						reth_len(r),
 						IBV_ACCESS_REMOTE_READ) == NULL)
