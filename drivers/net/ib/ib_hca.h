@@ -139,7 +139,11 @@ struct ib_mr {
 	uint32_t access;
 	uint32_t key;		/* index << 8 | generation (MW: bind tag) */
 	uint8_t kind;		/* enum ib_key_kind */
+	uint8_t dead;		/* MR: its memory was unmapped (ib_memhook.c) */
 	uint32_t nbound;	/* MR: windows bound to it (engine only) */
+	uint32_t deaths;	/* MR: times ib_memhook.c found it changed */
+	uintptr_t hook_lo, hook_hi;	/* MR: the range ib_memhook.c watches */
+	struct ib_dev *dev;
 };
 
 /*
@@ -638,6 +642,13 @@ int ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd,
 		int to_sge);
 void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 		 struct ib_sge_cursor *cur, uint32_t len);
+
+/* ib_memhook.c: registered memory and the address space */
+int ib_mem_hooked(void);
+int ib_mem_mapped(uintptr_t lo, uintptr_t hi, int write);
+int ib_mem_track(struct ib_mr *mr);
+void ib_mem_untrack(struct ib_mr *mr);
+void ib_mem_retrack(struct ib_mr *mr, uintptr_t lo, uintptr_t hi);
 
 /* ib_cq.c */
 int ib_cq_create(struct ib_dev *dev, int cqe, struct ib_cq **out);

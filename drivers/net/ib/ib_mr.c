@@ -15,6 +15,10 @@
 
 #include "ib_hca.h"
 
+/* Rights that let the HCA store into the region. */
+#define MR_WRITE_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+	IBV_ACCESS_REMOTE_ATOMIC)
+
 #define MR_VALID_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
 	IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | \
 	IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_ON_DEMAND | \
@@ -104,6 +108,7 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	if (mr == NULL)
 		return ENOMEM;
 	mr->kind = IB_KEY_MR;
+	mr->dev = dev;
 	mr->addr = addr;
 	mr->length = len;
 	mr->iova = iova;
@@ -111,20 +116,38 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 	mr->ibv.pd = &pd->ibv;
 	mr->ibv.addr = addr;
 	mr->ibv.length = len;
+	/*
+	 * The memory must be there, writable if the MR writes (EFAULT, as
+	 * kernel providers answer when they cannot pin it). Watched from
+	 * before the check, so that an unmap racing it kills the MR.
+	 */
+	if (len != 0) {
+		err = ib_mem_track(mr);
+		if (err == 0 && !ib_mem_mapped((uintptr_t)addr,
+					       (uintptr_t)addr + len,
+					       access & MR_WRITE_ACCESS)) {
+			ib_mem_untrack(mr);
+			err = EFAULT;
+		}
+		if (err) {
+			rte_free(mr);
+			return err;
+		}
+	}
 	if (key_publish(dev, mr) != 0) {
+		if (len != 0)
+			ib_mem_untrack(mr);
 		rte_free(mr);
 		return ENOMEM;
 	}
 	mr->ibv.lkey = mr->key;
 	mr->ibv.rkey = mr->key;
-
 	/*
-	 * Pinning is what lets a NIC DMA into the region; the engine itself
-	 * copies with the CPU, so an unprivileged process over its memlock
-	 * limit still works on virtual ports.
+	 * Not mlock()ed: the engine copies with the CPU through the
+	 * application's mapping, which ib_memhook.c watches. (Locked pages
+	 * made MADV_DONTNEED fail with EINVAL, where it works on kernel
+	 * providers.)
 	 */
-	if (len != 0)
-		(void)mlock(addr, len);
 	*out = mr;
 	return 0;
 }
@@ -162,8 +185,7 @@ ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
 		return err;
 	/* Past a quiescent point of the engine no packet uses the MR. */
 	ib_engine_quiesce(dev);
-	if (mr->length != 0)
-		(void)munlock(mr->addr, mr->length);
+	ib_mem_untrack(mr);
 	rte_free(mr);
 	return 0;
 }
@@ -182,7 +204,8 @@ int
 ib_mr_check(struct ib_mr *mr, struct ibv_pd *pd, uint64_t va, uint64_t len,
 	    unsigned int access)
 {
-	if (mr == NULL || mr->ibv.pd != pd)
+	if (mr == NULL || mr->ibv.pd != pd ||
+	    __atomic_load_n(&mr->dead, __ATOMIC_ACQUIRE))
 		return -EACCES;
 	if ((mr->access & access) != access)
 		return -EACCES;
@@ -258,6 +281,7 @@ struct mr_rereg {
 	uint8_t *addr;
 	uint64_t length;
 	unsigned int access;
+	uint32_t deaths;	/* of the MR when the new range was checked */
 	int err;
 };
 
@@ -280,11 +304,48 @@ mr_rereg_apply(void *arg)
 		mr->addr = r->addr;
 		mr->iova = (uintptr_t)r->addr;
 		mr->length = r->length;
+		/* Alive again, unless some part of the old or new range
+		 * changed since the new one was found mapped.
+		 */
+		__atomic_store_n(&mr->dead, __atomic_load_n(&mr->deaths,
+			__ATOMIC_ACQUIRE) != r->deaths, __ATOMIC_RELEASE);
 	}
 	if (r->flags & IBV_REREG_MR_CHANGE_PD)
 		mr->ibv.pd = &r->pd->ibv;
 	if (r->flags & IBV_REREG_MR_CHANGE_ACCESS)
 		mr->access = r->access;
+}
+
+/*
+ * The memory a re-registration asks for must be there, as at
+ * registration. A new range is watched together with the old one until
+ * the engine has switched over (ib_mem_retrack), so that no unmap of
+ * either goes unnoticed in between.
+ */
+static int
+rereg_check(struct ib_mr *mr, struct mr_rereg *r)
+{
+	unsigned int access = (r->flags & IBV_REREG_MR_CHANGE_ACCESS) ?
+			      r->access : mr->access;
+	uintptr_t lo = (uintptr_t)mr->addr, hi = lo + mr->length;
+
+	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
+		lo = (uintptr_t)r->addr;
+		hi = lo + r->length;
+		if (mr->length == 0)
+			ib_mem_track(mr);
+		ib_mem_retrack(mr, RTE_MIN(lo, mr->hook_lo),
+			       RTE_MAX(hi, mr->hook_hi));
+		r->deaths = __atomic_load_n(&mr->deaths, __ATOMIC_ACQUIRE);
+	} else if (mr->length == 0 || mr->dead) {
+		return 0;	/* nothing there to be checked */
+	}
+	if (ib_mem_mapped(lo, hi, access & MR_WRITE_ACCESS))
+		return 0;
+	if (r->flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		ib_mem_retrack(mr, (uintptr_t)mr->addr,
+			       (uintptr_t)mr->addr + mr->length);
+	return EFAULT;
 }
 
 /*
@@ -299,8 +360,6 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 			  IBV_REREG_MR_CHANGE_PD | IBV_REREG_MR_CHANGE_ACCESS;
 	struct mr_rereg r = { .mr = mr, .flags = flags, .pd = pd,
 			      .addr = addr, .length = len, .access = access };
-	void *old_addr = mr->addr;
-	uint64_t old_len = mr->length;
 	int err;
 
 	if (flags == 0 || (flags & ~known))
@@ -312,16 +371,18 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 		return EINVAL;
 	if ((flags & IBV_REREG_MR_CHANGE_ACCESS) && (err = access_ok(access)))
 		return err;
+	err = rereg_check(mr, &r);
+	if (err)
+		return err;
 	err = ib_engine_exec(dev, mr_rereg_apply, &r);
 	if (err == 0)
 		err = r.err;
+	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+		ib_mem_retrack(mr, (uintptr_t)mr->addr,
+			       (uintptr_t)mr->addr + mr->length);
 	if (err)
 		return err;
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
-		if (len != 0)
-			(void)mlock(addr, len);
-		if (old_len != 0)
-			(void)munlock(old_addr, old_len);
 		mr->ibv.addr = addr;
 		mr->ibv.length = len;
 	}
@@ -347,7 +408,7 @@ ib_rkey_addr(struct ib_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	if (k->kind == IB_KEY_MR)
 		return k->addr + (va - k->iova);
 	mw = container_of(k, struct ib_mw, k);
-	if (!mw->valid ||
+	if (!mw->valid || __atomic_load_n(&mw->mr->dead, __ATOMIC_ACQUIRE) ||
 	    (mw->ibv.type == IBV_MW_TYPE_2 && mw->qpn != qp->ibv.qp_num))
 		return NULL;
 	return mw->mr->addr + (mw->base - mw->mr->iova) + (va - k->iova);
