@@ -309,7 +309,8 @@ ib_mem_track(struct ib_mr *mr)
 			return ENOMEM;
 		rte_spinlock_lock(&reg.lock);
 		if (reg.cap < cap) {
-			memcpy(grown, reg.mr, reg.n * sizeof(*grown));
+			if (reg.n != 0)
+				memcpy(grown, reg.mr, reg.n * sizeof(*grown));
 			old = reg.mr;
 			reg.mr = grown;
 			reg.cap = cap;
