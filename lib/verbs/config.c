@@ -5,12 +5,22 @@
  * The configuration file (docs/configuration.md): sections [eal], [engine]
  * and one [device NAME] per HCA, "key = value" lines, '#' comments. Without
  * DPIB_CONF, one embedded loopback device dpib0 is configured.
+ *
+ * Every value is read whole and checked against what the device supports
+ * before EAL starts. The first line that cannot be used refuses the whole
+ * configuration with one line on stderr, "dpib: FILE:LINE: key = value:
+ * what is allowed": a device half configured would fail later, further from
+ * the cause, or run with a value nobody wrote.
  */
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 
 #include "verbs_priv.h"
@@ -18,6 +28,63 @@
 #define LOOPBACK_PORT	"net_ring_dpib_lo"
 #define LOOPBACK_IP	"127.0.0.1"
 #define LOOPBACK_MTU	9000	/* active MTU 4096 */
+
+/*
+ * The smallest Ethernet MTU that carries the smallest IB MTU, 256: the
+ * RoCEv2 overhead ib_mtu_from_eth allows for is IPv4 20 + UDP 8 + BTH 12 +
+ * extension headers 28 + ICRC 4 = 72 bytes, and an IPv6 header is 20 more.
+ * Below it the device would announce IB MTU 256 and send larger frames.
+ */
+#define MTU_MIN		(256u + 72)
+#define MTU_MIN_IP6	(MTU_MIN + 20u)
+/*
+ * The largest: jumbo frames as NICs commonly take them (and the loopback
+ * default). The active IB MTU stops growing at 4096 + 72 anyway.
+ */
+#define MTU_MAX		9000u
+/*
+ * MiB for EAL without hugepages, per device: its mbuf pool of 8192 mbufs
+ * (ib_dev.c) takes about 40 of them, queues and tables the rest.
+ */
+#define MEMORY_PER_DEV	64u
+#define MEMORY_MAX	(1024u * 1024)
+/* The driver names its rings and mbuf pool after 16 characters of it. */
+#define DEV_NAME_MAX	16u
+#define FAULT_DELAY_MAX	1000000u	/* µs: one second */
+/* ib_fault_parse reads numbers as doubles: integers up to here are exact. */
+#define FAULT_SEED_MAX	UINT32_MAX
+
+/* Where the parser is, for messages naming the file and line. */
+struct parser {
+	struct dpib_config *cfg;
+	const char *path;
+	unsigned int line;
+	unsigned int dev_line[DPIB_MAX_DEVICES];	/* its [device] line */
+	unsigned int mtu_line[DPIB_MAX_DEVICES];	/* 0: mtu not given */
+	unsigned int memory_line;			/* 0: memory not given */
+	char why[512];		/* what a refused value must be */
+};
+
+/* One key of a section: its setter and whether it may be left empty. */
+struct key {
+	const char *name;
+	int (*set)(struct parser *p, const char *val);
+	int empty_ok;
+};
+
+static int refuse(struct parser *p, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static int
+refuse(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->why, sizeof(p->why), fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
 
 static char *
 trim(char *s)
@@ -32,13 +99,561 @@ trim(char *s)
 	return s;
 }
 
-static void
-dev_defaults(struct ib_dev_conf *d, const char *name)
+/*
+ * A decimal number in lo..hi, and nothing else: strtoul alone takes a
+ * sign, a base prefix, trailing text and wraps on overflow.
+ */
+static int
+parse_uint(const char *val, unsigned long lo, unsigned long hi,
+	   unsigned long *out)
 {
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)*val))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (errno != 0 || *end != '\0' || v < lo || v > hi)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+/* "yes" or "no" into *out. */
+static int
+parse_bool(struct parser *p, const char *val, int *out)
+{
+	if (strcmp(val, "yes") == 0)
+		*out = 1;
+	else if (strcmp(val, "no") == 0)
+		*out = 0;
+	else
+		return refuse(p, "must be yes or no");
+	return 0;
+}
+
+static int
+parse_mode(const char *val, int *mode)
+{
+	if (strcmp(val, "poll") == 0)
+		*mode = IB_ENGINE_POLL;
+	else if (strcmp(val, "adaptive") == 0)
+		*mode = IB_ENGINE_ADAPTIVE;
+	else if (strcmp(val, "inline") == 0)
+		*mode = IB_ENGINE_INLINE;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* The CPUs of @set as ranges, "0-3,6". */
+static void
+cpu_list(const cpu_set_t *set, char *buf, size_t len)
+{
+	size_t n = 0;
+	int cpu, last;
+
+	buf[0] = '\0';
+	for (cpu = 0; cpu < CPU_SETSIZE && n < len; cpu++) {
+		if (!CPU_ISSET(cpu, set))
+			continue;
+		for (last = cpu; last + 1 < CPU_SETSIZE &&
+		     CPU_ISSET(last + 1, set); last++)
+			;
+		if (last == cpu)
+			n += snprintf(buf + n, len - n, "%s%d", n ? "," : "",
+				      cpu);
+		else
+			n += snprintf(buf + n, len - n, "%s%d-%d",
+				      n ? "," : "", cpu, last);
+		cpu = last;
+	}
+}
+
+/* The process's CPUs, as eal.c's --lcores will see them. */
+static void
+cpus_allowed(cpu_set_t *set)
+{
+	CPU_ZERO(set);
+	if (sched_getaffinity(0, sizeof(*set), set) != 0)
+		CPU_SET(0, set);
+}
+
+/*
+ * ib_fault_parse takes whatever strtod reads ("nan", "", 1e30 for an
+ * integer); each item is checked here first so that such a value is
+ * refused with the reason rather than read wrong.
+ */
+static int
+check_faults(const char *spec, char *why, size_t len)
+{
+	static const char *const rates[] = {
+		"drop", "dup", "reorder", "corrupt", "delay", NULL,
+	};
+	char buf[1024], *item, *save = NULL;
+	unsigned long u;
+	unsigned int i;
+
+	if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf)) {
+		snprintf(why, len, "longer than %zu characters",
+			 sizeof(buf) - 1);
+		return -EINVAL;
+	}
+	for (item = strtok_r(buf, ",", &save); item != NULL;
+	     item = strtok_r(NULL, ",", &save)) {
+		char *val = strchr(item, '='), *end;
+		double v;
+
+		if (val == NULL) {
+			snprintf(why, len, "'%s' must be name=value", item);
+			return -EINVAL;
+		}
+		*val++ = '\0';
+		for (i = 0; rates[i] != NULL; i++)
+			if (strcmp(item, rates[i]) == 0)
+				break;
+		if (rates[i] != NULL) {
+			v = strtod(val, &end);
+			if ((isdigit((unsigned char)*val) || *val == '.') &&
+			    *end == '\0' && v >= 0 && v <= 1)
+				continue;
+			snprintf(why, len, "%s must be 0..1", item);
+			return -EINVAL;
+		}
+		if (strcmp(item, "delay_us") == 0) {
+			if (parse_uint(val, 1, FAULT_DELAY_MAX, &u) == 0)
+				continue;
+			snprintf(why, len, "delay_us must be 1..%u",
+				 FAULT_DELAY_MAX);
+			return -EINVAL;
+		}
+		if (strcmp(item, "seed") == 0) {
+			if (parse_uint(val, 0, FAULT_SEED_MAX, &u) == 0)
+				continue;
+			snprintf(why, len, "seed must be 0..%u", FAULT_SEED_MAX);
+			return -EINVAL;
+		}
+		snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
+			 "corrupt, delay, delay_us, seed", item);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static struct ib_dev_conf *
+cur_dev(struct parser *p)
+{
+	return &p->cfg->dev[p->cfg->ndev - 1];
+}
+
+static int
+set_args(struct parser *p, const char *val)
+{
+	char buf[sizeof(p->cfg->eal_args)], *save = NULL;
+	unsigned int n = 0;
+
+	if (snprintf(buf, sizeof(buf), "%s", val) >= (int)sizeof(buf))
+		return refuse(p, "longer than %zu characters", sizeof(buf) - 1);
+	if (strtok_r(buf, " \t", &save) != NULL)
+		for (n = 1; strtok_r(NULL, " \t", &save) != NULL; n++)
+			;
+	if (n > DPIB_MAX_EAL_ARGS)
+		return refuse(p, "%u arguments, at most %d", n,
+			      DPIB_MAX_EAL_ARGS);
+	snprintf(p->cfg->eal_args, sizeof(p->cfg->eal_args), "%s", val);
+	return 0;
+}
+
+static int
+set_memory(struct parser *p, const char *val)
+{
+	unsigned long v;
+
+	if (parse_uint(val, MEMORY_PER_DEV, MEMORY_MAX, &v) != 0)
+		return refuse(p, "must be %u..%u (MiB)", MEMORY_PER_DEV,
+			      MEMORY_MAX);
+	p->cfg->memory_mb = v;
+	/* Devices (perhaps on later lines) each need their share. */
+	p->memory_line = p->line;
+	return 0;
+}
+
+static int
+set_hugepages(struct parser *p, const char *val)
+{
+	if (strcmp(val, "auto") == 0)
+		p->cfg->hugepages = -1;
+	else if (strcmp(val, "yes") == 0)
+		p->cfg->hugepages = 1;
+	else if (strcmp(val, "no") == 0)
+		p->cfg->hugepages = 0;
+	else
+		return refuse(p, "must be auto, yes or no");
+	return 0;
+}
+
+/*
+ * Checked here because EAL, given a CPU outside the affinity mask, prints
+ * its whole usage text and no reason.
+ */
+static int
+set_cpu(struct parser *p, const char *val)
+{
+	char list[256];
+	unsigned long v;
+	cpu_set_t set;
+
+	if (strcmp(val, "auto") == 0) {
+		p->cfg->lcore_cpu = -1;
+		return 0;
+	}
+	cpus_allowed(&set);
+	if (parse_uint(val, 0, CPU_SETSIZE - 1, &v) == 0 &&
+	    CPU_ISSET(v, &set)) {
+		p->cfg->lcore_cpu = (int)v;
+		return 0;
+	}
+	cpu_list(&set, list, sizeof(list));
+	return refuse(p, "must be auto or a CPU this process may run on: %s",
+		      list);
+}
+
+static int
+set_mode(struct parser *p, const char *val)
+{
+	if (parse_mode(val, &p->cfg->engine_mode) != 0)
+		return refuse(p, "must be adaptive, poll or inline");
+	return 0;
+}
+
+static int
+set_port(struct parser *p, const char *val)
+{
+	struct ib_dev_conf *d = cur_dev(p);
+
+	if (strlen(val) >= sizeof(d->port))
+		return refuse(p, "longer than %zu characters",
+			      sizeof(d->port) - 1);
+	snprintf(d->port, sizeof(d->port), "%s", val);
+	return 0;
+}
+
+static int
+set_ip(struct parser *p, const char *val)
+{
+	struct ib_dev_conf *d = cur_dev(p);
+	uint32_t ip;
+
+	/* 0 means "no IPv4 address"; multicast and class E are no host's. */
+	if (inet_pton(AF_INET, val, &ip) != 1 || ip == 0 ||
+	    (ntohl(ip) >> 28) >= 0xe)
+		return refuse(p, "must be a unicast IPv4 address");
+	d->ip = ip;
+	return 0;
+}
+
+static int
+set_ip6(struct parser *p, const char *val)
+{
+	struct ib_dev_conf *d = cur_dev(p);
+	struct in6_addr a;
+
+	/* Unspecified, multicast and IPv4-mapped are no host address. */
+	if (inet_pton(AF_INET6, val, &a) != 1 || a.s6_addr[0] == 0xff ||
+	    IN6_IS_ADDR_UNSPECIFIED(&a) || IN6_IS_ADDR_V4MAPPED(&a))
+		return refuse(p, "must be a unicast IPv6 address, not "
+			      "IPv4-mapped");
+	memcpy(d->ip6, &a, sizeof(d->ip6));
+	d->has_ip6 = 1;
+	return 0;
+}
+
+static int
+set_vlan(struct parser *p, const char *val)
+{
+	unsigned long v;
+
+	/* 0 is priority tagging and 4095 reserved (802.1Q 9.6). */
+	if (parse_uint(val, 1, 4094, &v) != 0)
+		return refuse(p, "must be 1..4094");
+	cur_dev(p)->vlan = (uint16_t)v;
+	return 0;
+}
+
+static int
+set_mtu(struct parser *p, const char *val)
+{
+	unsigned long v;
+
+	if (parse_uint(val, MTU_MIN, MTU_MAX, &v) != 0)
+		return refuse(p, "must be %u..%u", MTU_MIN, MTU_MAX);
+	cur_dev(p)->mtu = v;
+	/* With ip6 (perhaps on a later line) the minimum is higher. */
+	p->mtu_line[p->cfg->ndev - 1] = p->line;
+	return 0;
+}
+
+static int
+set_loopback(struct parser *p, const char *val)
+{
+	return parse_bool(p, val, &cur_dev(p)->loopback);
+}
+
+/* Fault rates of the current device, @dir 0 requests, 1 responses. */
+static int
+set_fault_dir(struct parser *p, const char *val, int dir)
+{
+	struct ib_dev_conf *d = cur_dev(p);
+
+	if (check_faults(val, p->why, sizeof(p->why)) != 0)
+		return -EINVAL;
+	if ((dir != 1 && ib_fault_parse(val, &d->fault[0]) != 0) ||
+	    (dir != 0 && ib_fault_parse(val, &d->fault[1]) != 0))
+		return refuse(p, "not understood");
+	return 0;
+}
+
+static int
+set_faults(struct parser *p, const char *val)
+{
+	return set_fault_dir(p, val, -1);
+}
+
+static int
+set_faults_req(struct parser *p, const char *val)
+{
+	return set_fault_dir(p, val, 0);
+}
+
+static int
+set_faults_resp(struct parser *p, const char *val)
+{
+	return set_fault_dir(p, val, 1);
+}
+
+static const struct key eal_keys[] = {
+	{ "args", set_args, 1 },
+	{ "memory", set_memory, 0 },
+	{ "hugepages", set_hugepages, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct key engine_keys[] = {
+	{ "cpu", set_cpu, 0 },
+	{ "mode", set_mode, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct key device_keys[] = {
+	{ "port", set_port, 0 },
+	{ "ip", set_ip, 0 },
+	{ "ip6", set_ip6, 0 },
+	{ "vlan", set_vlan, 0 },
+	{ "mtu", set_mtu, 0 },
+	{ "loopback", set_loopback, 0 },
+	{ "faults", set_faults, 0 },
+	{ "faults_req", set_faults_req, 0 },
+	{ "faults_resp", set_faults_resp, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static int line_error(const struct parser *p, const char *what,
+		      const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* "dpib: FILE:LINE: WHAT: WHY", the one line a refused file gets. */
+static int
+line_error(const struct parser *p, const char *what, const char *fmt, ...)
+{
+	char why[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "dpib: %s:%u: %s: %s\n", p->path, p->line, what, why);
+	return -EINVAL;
+}
+
+/* "[device NAME]": a new device, within the limits the driver has. */
+static int
+new_device(struct parser *p, const char *hdr, char *name)
+{
+	struct dpib_config *cfg = p->cfg;
+	struct ib_dev_conf *d;
+	unsigned int i;
+	size_t len;
+
+	name = trim(name);
+	len = strlen(name);
+	if (len == 0 || len > DEV_NAME_MAX ||
+	    strspn(name, "abcdefghijklmnopqrstuvwxyz"
+			 "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.") != len)
+		return line_error(p, hdr, "NAME must be 1..%u letters, digits, "
+				  "'_', '-' or '.'", DEV_NAME_MAX);
+	for (i = 0; i < cfg->ndev; i++)
+		if (strcmp(cfg->dev[i].name, name) == 0)
+			return line_error(p, hdr, "name already used on line %u",
+					  p->dev_line[i]);
+	if (cfg->ndev == DPIB_MAX_DEVICES)
+		return line_error(p, hdr, "at most %d [device] sections",
+				  DPIB_MAX_DEVICES);
+	p->dev_line[cfg->ndev] = p->line;
+	d = &cfg->dev[cfg->ndev++];
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->mtu = 1500;
 	d->lcore = 1;
+	return 0;
+}
+
+/* @what is the line as "key = val", for messages. */
+static int
+set_key(struct parser *p, const struct key *keys, const char *sect,
+	const char *key, const char *val, const char *what)
+{
+	char names[256];
+	size_t n = 0;
+	unsigned int i;
+
+	for (i = 0; keys[i].name != NULL; i++) {
+		if (strcmp(keys[i].name, key) != 0)
+			continue;
+		if (*val == '\0' && !keys[i].empty_ok)
+			return line_error(p, key, "value missing");
+		if (keys[i].set(p, val) != 0)
+			return line_error(p, what, "%s", p->why);
+		return 0;
+	}
+	names[0] = '\0';
+	for (i = 0; keys[i].name != NULL && n < sizeof(names); i++)
+		n += snprintf(names + n, sizeof(names) - n, "%s%s",
+			      i ? ", " : "", keys[i].name);
+	return line_error(p, what, "unknown key; %s has %s", sect, names);
+}
+
+/* A [section] header: the keys that follow are looked up in its table. */
+static int
+section(struct parser *p, char *s, const struct key **keys, const char **sect)
+{
+	size_t len = strlen(s);
+	char name[256];
+
+	if (strcmp(s, "[eal]") == 0) {
+		*keys = eal_keys;
+		*sect = "[eal]";
+	} else if (strcmp(s, "[engine]") == 0) {
+		*keys = engine_keys;
+		*sect = "[engine]";
+	} else if (strncmp(s, "[device", 7) == 0 &&
+		   (s[7] == ']' || isspace((unsigned char)s[7])) &&
+		   s[len - 1] == ']' && len - 8 < sizeof(name)) {
+		snprintf(name, sizeof(name), "%.*s", (int)(len - 8), s + 7);
+		if (new_device(p, s, name) != 0)
+			return -EINVAL;
+		*keys = device_keys;
+		*sect = "[device]";
+	} else {
+		return line_error(p, s, "unknown section; sections are [eal], "
+				  "[engine], [device NAME]");
+	}
+	return 0;
+}
+
+static int
+parse_line(struct parser *p, char *s, const struct key **keys,
+	   const char **sect)
+{
+	char what[1024], *eq, *key, *val;
+
+	if ((eq = strchr(s, '#')) != NULL)
+		*eq = '\0';
+	s = trim(s);
+	if (*s == '\0')
+		return 0;
+	if (*s == '[')
+		return section(p, s, keys, sect);
+	if ((eq = strchr(s, '=')) == NULL)
+		return line_error(p, s, "must be key = value or [section]");
+	*eq = '\0';
+	key = trim(s);
+	val = trim(eq + 1);
+	if (*key == '\0') {
+		snprintf(what, sizeof(what), "= %s", val);
+		return line_error(p, what, "key missing");
+	}
+	snprintf(what, sizeof(what), "%s = %s", key, val);
+	if (*keys == NULL)
+		return line_error(p, what, "outside any section; keys belong "
+				  "under [eal], [engine] or [device NAME]");
+	return set_key(p, *keys, *sect, key, val, what);
+}
+
+static int
+parse(struct parser *p, FILE *f)
+{
+	const struct key *keys = NULL;
+	const char *sect = NULL;
+	char line[1024];
+	int ret;
+
+	for (;;) {
+		errno = 0;
+		if (fgets(line, sizeof(line), f) == NULL)
+			break;
+		p->line++;
+		if (strchr(line, '\n') == NULL && !feof(f))
+			return line_error(p, "line", "longer than %zu characters",
+					  sizeof(line) - 2);
+		ret = parse_line(p, line, &keys, &sect);
+		if (ret != 0)
+			return ret;
+	}
+	if (ferror(f)) {
+		ret = errno ? errno : EIO;
+		fprintf(stderr, "dpib: DPIB_CONF=%s: cannot read: %s\n",
+			p->path, strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+/* What can only be judged once a device's section is complete. */
+static int
+check_devices(struct parser *p)
+{
+	struct dpib_config *cfg = p->cfg;
+	char what[128];
+	unsigned int i;
+
+	if (cfg->ndev == 0) {
+		fprintf(stderr, "dpib: %s: no [device NAME] section\n", p->path);
+		return -EINVAL;
+	}
+	if (cfg->memory_mb < cfg->ndev * MEMORY_PER_DEV) {
+		p->line = p->memory_line;
+		snprintf(what, sizeof(what), "memory = %u", cfg->memory_mb);
+		return line_error(p, what, "must be at least %u for %u devices "
+				  "(%u MiB each)", cfg->ndev * MEMORY_PER_DEV,
+				  cfg->ndev, MEMORY_PER_DEV);
+	}
+	for (i = 0; i < cfg->ndev; i++) {
+		struct ib_dev_conf *d = &cfg->dev[i];
+
+		p->line = p->dev_line[i];
+		snprintf(what, sizeof(what), "[device %s]", d->name);
+		if (d->port[0] == '\0')
+			return line_error(p, what, "port missing");
+		if (d->ip == 0 && !d->has_ip6)
+			return line_error(p, what, "needs ip or ip6");
+		if (d->has_ip6 && d->mtu < MTU_MIN_IP6) {
+			p->line = p->mtu_line[i];
+			snprintf(what, sizeof(what), "mtu = %u", d->mtu);
+			return line_error(p, what, "must be %u..%u with ip6",
+					  MTU_MIN_IP6, MTU_MAX);
+		}
+	}
+	return 0;
 }
 
 static void
@@ -46,134 +661,99 @@ loopback_default(struct dpib_config *cfg)
 {
 	struct ib_dev_conf *d = &cfg->dev[0];
 
-	dev_defaults(d, "dpib0");
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "dpib0");
 	snprintf(d->port, sizeof(d->port), "%s", LOOPBACK_PORT);
 	inet_pton(AF_INET, LOOPBACK_IP, &d->ip);
 	d->mtu = LOOPBACK_MTU;
+	d->lcore = 1;
 	d->loopback = 1;
 	cfg->ndev = 1;
 }
 
 static int
-set_eal(struct dpib_config *cfg, const char *key, const char *val)
+load_file(struct dpib_config *cfg, const char *path)
 {
-	if (strcmp(key, "args") == 0)
-		snprintf(cfg->eal_args, sizeof(cfg->eal_args), "%s", val);
-	else if (strcmp(key, "memory") == 0)
-		cfg->memory_mb = strtoul(val, NULL, 0);
-	else if (strcmp(key, "hugepages") == 0)
-		cfg->hugepages = strcmp(val, "auto") == 0 ? -1 :
-				 strcmp(val, "yes") == 0 ? 1 : 0;
+	struct parser p = { .cfg = cfg, .path = path };
+	FILE *f;
+	int ret;
+
+	f = fopen(path, "r");
+	if (f == NULL) {
+		ret = errno;
+		fprintf(stderr, "dpib: DPIB_CONF=%s: cannot read: %s\n", path,
+			strerror(ret));
+		return -ret;
+	}
+	ret = parse(&p, f);
+	fclose(f);
+	return ret != 0 ? ret : check_devices(&p);
+}
+
+/*
+ * Checked before EAL starts so that a path that cannot be written is
+ * reported as such, not as the port failing. Not truncated here: the
+ * device does that when it opens the file.
+ */
+static int
+check_capture(const char *env, const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666);
+	int ret = errno;
+
+	if (fd >= 0) {
+		close(fd);
+		return 0;
+	}
+	if (strcmp(env, path) == 0)
+		fprintf(stderr, "dpib: DPIB_CAPTURE=%s: cannot write: %s\n",
+			env, strerror(ret));
 	else
-		return -EINVAL;
-	return 0;
+		fprintf(stderr, "dpib: DPIB_CAPTURE=%s: cannot write %s: %s\n",
+			env, path, strerror(ret));
+	return -ret;
 }
 
+/* The environment's additions to each device: capture file and faults. */
 static int
-set_engine(struct dpib_config *cfg, const char *key, const char *val)
+apply_env(struct dpib_config *cfg)
 {
-	if (strcmp(key, "cpu") == 0)
-		cfg->lcore_cpu = strcmp(val, "auto") == 0 ? -1 :
-				 (int)strtol(val, NULL, 0);
-	else if (strcmp(key, "mode") == 0) {
-		if (strcmp(val, "poll") == 0)
-			cfg->engine_mode = IB_ENGINE_POLL;
-		else if (strcmp(val, "adaptive") == 0)
-			cfg->engine_mode = IB_ENGINE_ADAPTIVE;
-		else if (strcmp(val, "inline") == 0)
-			cfg->engine_mode = IB_ENGINE_INLINE;
-		else
-			return -EINVAL;
-	} else
+	const char *cap = getenv("DPIB_CAPTURE");
+	const char *faults = getenv("DPIB_FAULTS");
+	char why[256];
+	unsigned int i;
+	int ret;
+
+	if (faults != NULL && *faults != '\0' &&
+	    check_faults(faults, why, sizeof(why)) != 0) {
+		fprintf(stderr, "dpib: DPIB_FAULTS=%s: %s\n", faults, why);
 		return -EINVAL;
-	return 0;
-}
+	}
+	for (i = 0; i < cfg->ndev; i++) {
+		struct ib_dev_conf *d = &cfg->dev[i];
 
-static int
-set_device(struct ib_dev_conf *d, const char *key, const char *val)
-{
-	if (strcmp(key, "port") == 0)
-		snprintf(d->port, sizeof(d->port), "%s", val);
-	else if (strcmp(key, "ip") == 0)
-		return inet_pton(AF_INET, val, &d->ip) == 1 ? 0 : -EINVAL;
-	else if (strcmp(key, "ip6") == 0) {
-		d->has_ip6 = inet_pton(AF_INET6, val, d->ip6) == 1;
-		/* Unspecified, multicast and IPv4-mapped are no host address. */
-		if (!d->has_ip6 || d->ip6[0] == 0xff ||
-		    IN6_IS_ADDR_UNSPECIFIED((struct in6_addr *)d->ip6) ||
-		    IN6_IS_ADDR_V4MAPPED((struct in6_addr *)d->ip6))
+		/* Tests inject faults into any configuration this way. */
+		if (faults != NULL && *faults != '\0' &&
+		    (ib_fault_parse(faults, &d->fault[0]) != 0 ||
+		     ib_fault_parse(faults, &d->fault[1]) != 0)) {
+			fprintf(stderr, "dpib: DPIB_FAULTS=%s: not understood\n",
+				faults);
 			return -EINVAL;
-	} else if (strcmp(key, "vlan") == 0) {
-		char *end;
-		unsigned long v = strtoul(val, &end, 10);
-
-		if (*val == '\0' || *end != '\0' || v < 1 || v > 4094)
-			return -EINVAL;
-		d->vlan = (uint16_t)v;
-	} else if (strcmp(key, "mtu") == 0)
-		d->mtu = strtoul(val, NULL, 0);
-	else if (strcmp(key, "loopback") == 0)
-		d->loopback = strcmp(val, "yes") == 0;
-	else if (strcmp(key, "faults") == 0)
-		return ib_fault_parse(val, &d->fault[0]) ||
-		       ib_fault_parse(val, &d->fault[1]) ? -EINVAL : 0;
-	else if (strcmp(key, "faults_req") == 0)
-		return ib_fault_parse(val, &d->fault[0]) ? -EINVAL : 0;
-	else if (strcmp(key, "faults_resp") == 0)
-		return ib_fault_parse(val, &d->fault[1]) ? -EINVAL : 0;
-	else
-		return -EINVAL;
-	return 0;
-}
-
-static int
-parse(struct dpib_config *cfg, FILE *f, const char *path)
-{
-	enum { S_NONE, S_EAL, S_ENGINE, S_DEVICE } sect = S_NONE;
-	char line[1024], name[64];
-	unsigned int lineno = 0;
-
-	while (fgets(line, sizeof(line), f) != NULL) {
-		char *s = trim(line), *eq, *key, *val;
-		int ret = 0;
-
-		lineno++;
-		if ((eq = strchr(s, '#')) != NULL)
-			*eq = '\0';
-		s = trim(s);
-		if (*s == '\0')
+		}
+		d->engine_mode = cfg->engine_mode;
+		if (cap == NULL || *cap == '\0')
 			continue;
-		if (*s == '[') {
-			if (strcmp(s, "[eal]") == 0)
-				sect = S_EAL;
-			else if (strcmp(s, "[engine]") == 0)
-				sect = S_ENGINE;
-			else if (sscanf(s, "[device %63[^]]]", name) == 1 &&
-				 cfg->ndev < DPIB_MAX_DEVICES) {
-				sect = S_DEVICE;
-				dev_defaults(&cfg->dev[cfg->ndev++], trim(name));
-			} else
-				ret = -EINVAL;
-		} else if ((eq = strchr(s, '=')) == NULL) {
-			ret = -EINVAL;
-		} else {
-			*eq = '\0';
-			key = trim(s);
-			val = trim(eq + 1);
-			if (sect == S_EAL)
-				ret = set_eal(cfg, key, val);
-			else if (sect == S_ENGINE)
-				ret = set_engine(cfg, key, val);
-			else if (sect == S_DEVICE)
-				ret = set_device(&cfg->dev[cfg->ndev - 1], key, val);
-			else
-				ret = -EINVAL;
+		/* One file per device: the first keeps the name given. */
+		if (snprintf(d->capture, sizeof(d->capture), i ? "%s.%s" : "%s",
+			     cap, d->name) >= (int)sizeof(d->capture)) {
+			fprintf(stderr, "dpib: DPIB_CAPTURE=%s: longer than %zu "
+				"characters\n", cap, sizeof(d->capture) - 1 -
+				(i ? strlen(d->name) + 1 : 0));
+			return -ENAMETOOLONG;
 		}
-		if (ret != 0) {
-			fprintf(stderr, "dpib: %s:%u: cannot use '%s'\n", path,
-				lineno, s);
-			return -EINVAL;
-		}
+		ret = check_capture(cap, d->capture);
+		if (ret != 0)
+			return ret;
 	}
 	return 0;
 }
@@ -182,11 +762,8 @@ int
 dpib_config_load(struct dpib_config *cfg)
 {
 	const char *path = getenv("DPIB_CONF");
-	unsigned int i;
-	FILE *f;
-	int ret;
-
 	const char *mode = getenv("DPIB_ENGINE_MODE");
+	int ret;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->memory_mb = 512;
@@ -194,51 +771,16 @@ dpib_config_load(struct dpib_config *cfg)
 	cfg->lcore_cpu = -1;
 	if (path == NULL || *path == '\0') {
 		loopback_default(cfg);
-		goto done;
+	} else {
+		ret = load_file(cfg, path);
+		if (ret != 0)
+			return ret;
 	}
-	f = fopen(path, "r");
-	if (f == NULL) {
-		fprintf(stderr, "dpib: cannot open DPIB_CONF=%s: %s\n", path,
-			strerror(errno));
-		return -errno;
-	}
-	ret = parse(cfg, f, path);
-	fclose(f);
-	if (ret != 0)
-		return ret;
-	for (i = 0; i < cfg->ndev; i++) {
-		if (cfg->dev[i].port[0] == '\0' ||
-		    (cfg->dev[i].ip == 0 && !cfg->dev[i].has_ip6)) {
-			fprintf(stderr, "dpib: %s: device %s needs port and ip or ip6\n",
-				path, cfg->dev[i].name);
-			return -EINVAL;
-		}
-	}
-done:
 	/* The environment overrides the file (benchmarks want polling). */
-	if (mode != NULL && set_engine(cfg, "mode", mode) != 0) {
-		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: poll, adaptive or inline\n",
-			mode);
+	if (mode != NULL && parse_mode(mode, &cfg->engine_mode) != 0) {
+		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: must be adaptive, "
+			"poll or inline\n", mode);
 		return -EINVAL;
 	}
-	for (i = 0; i < cfg->ndev; i++) {
-		const char *cap = getenv("DPIB_CAPTURE");
-		const char *faults = getenv("DPIB_FAULTS");
-
-		/* Tests inject faults into any configuration this way. */
-		if (faults != NULL && *faults != '\0' &&
-		    (ib_fault_parse(faults, &cfg->dev[i].fault[0]) != 0 ||
-		     ib_fault_parse(faults, &cfg->dev[i].fault[1]) != 0)) {
-			fprintf(stderr, "dpib: DPIB_FAULTS=%s: not understood\n",
-				faults);
-			return -EINVAL;
-		}
-
-		cfg->dev[i].engine_mode = cfg->engine_mode;
-		/* One file per device: the first keeps the name given. */
-		if (cap != NULL && *cap != '\0')
-			snprintf(cfg->dev[i].capture, sizeof(cfg->dev[i].capture),
-				 i ? "%s.%s" : "%s", cap, cfg->dev[i].name);
-	}
-	return 0;
+	return apply_env(cfg);
 }

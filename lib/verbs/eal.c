@@ -25,7 +25,8 @@
 
 #include "verbs_priv.h"
 
-#define MAX_ARGS 64
+/* The arguments dpib chooses (at most 10), the user's, and NULL. */
+#define MAX_ARGS (16 + DPIB_MAX_EAL_ARGS)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;

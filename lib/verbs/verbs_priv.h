@@ -10,6 +10,7 @@
 #include "dpib.h"
 
 #define DPIB_MAX_DEVICES	8
+#define DPIB_MAX_EAL_ARGS	48	/* [eal] args: words passed to EAL */
 
 /* Process-wide configuration, from DPIB_CONF or the built-in default. */
 struct dpib_config {
