@@ -643,6 +643,7 @@ ah_destroy_under_posted_work(void)
 	struct ibv_cq *scq, *rcq;
 	struct ibv_qp *s = NULL, *r = NULL;
 	struct ibv_ah *ah1, *ah2;
+	uint64_t arp0 = counter(&w, "arp_request_sent");
 	int before = frames_to(98), i;
 
 	scq = ibv_create_cq(w.ctx, 8, NULL, NULL, 0);
@@ -679,6 +680,8 @@ ah_destroy_under_posted_work(void)
 	CHECK(ibv_destroy_ah(ah1) == 0, "destroy AH");
 	ah2 = ah_to(&w, "127.0.0.1");
 	CHECK(ah2 != NULL, "AH to this device");
+	/* A reply nobody asked for is ignored: wait for the request. */
+	wait_counter(&w, "arp_request_sent", arp0);
 	inject_arp_reply(&w, 98);
 	CHECK(wait_status(scq, 41) == IBV_WC_SUCCESS, "UD SEND");
 	expect_nothing(rcq, 0.3);

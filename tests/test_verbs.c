@@ -848,34 +848,6 @@ post_send_in_init_and_rtr(void)
 }
 
 /*
- * ibv_post_send(3): an SGE length of 0 stands for 2^31 bytes, which no
- * 1 MiB region holds (local protection error), while num_sge 0 is a true
- * zero-length message.
- */
-static void
-sge_length_zero_is_2g(void)
-{
-	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
-	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
-	struct ibv_sge sge = { (uintptr_t)buf, 0, mr->lkey };
-	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
-		.opcode = IBV_WR_RDMA_WRITE,
-		.wr.rdma = { (uintptr_t)buf + 4096, mr->rkey } }, *bad;
-
-	connect_pair(a, b);
-	wr.num_sge = 0;
-	CHECK(ibv_post_send(a, &wr, &bad) == 0, "zero-length WRITE");
-	expect(cq, 1, IBV_WC_SUCCESS, NULL);
-	wr.num_sge = 1;
-	wr.wr_id = 2;
-	CHECK(ibv_post_send(a, &wr, &bad) == 0, "length-0 SGE");
-	expect(cq, 2, IBV_WC_LOC_PROT_ERR, NULL);
-	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0 &&
-	      ibv_destroy_cq(cq) == 0, "destroy");
-}
-
-/*
  * UD send errors move only the send queue to SQE (IBA 10.3.1.6); SQE ->
  * RTS (with CUR_STATE) resumes sending. No COMM_EST on UD.
  */
@@ -1374,7 +1346,6 @@ main(void)
 	RUN(post_limits);
 	RUN(protection_domains_and_local_access);
 	RUN(post_send_in_init_and_rtr);
-	RUN(sge_length_zero_is_2g);
 	RUN(ud_sqe_recovers_and_no_comm_est);
 	RUN(channel_with_epoll);
 	RUN(remote_operational_error);

@@ -44,7 +44,7 @@ extern int ib_logtype_dp;
 #define IB_MAX_SGE		32
 #define IB_MAX_CQE		65536
 #define IB_MAX_INLINE		256
-#define IB_MAX_RD_ATOMIC	16
+#define IB_MAX_RD_ATOMIC	128	/* as rxe: perftest asks for the peer's */
 #define IB_MAX_MSG_SZ		(1u << 31)
 #define IB_MAX_PD		65536
 #define IB_QPN_BASE		0x11	/* 0 and 1 are the special QPs */
@@ -343,7 +343,7 @@ struct ib_atomic_replay {
 	uint64_t orig;
 };
 
-#define IB_MAX_READ_JOBS	16
+#define IB_MAX_READ_JOBS	IB_MAX_RD_ATOMIC
 
 struct ib_resp {
 	uint32_t epsn;		/* expected PSN */
@@ -587,13 +587,6 @@ static inline int
 ib_ipv4_is_mcast(uint32_t ip_be)
 {
 	return (rte_be_to_cpu_32(ip_be) >> 28) == 0xe;
-}
-
-/* ibv_post_send(3): an SGE length of 0 stands for 2^31 bytes. */
-static inline uint32_t
-ib_sge_len(const struct ibv_sge *s)
-{
-	return s->length ? s->length : 1u << 31;
 }
 
 static inline void

@@ -236,15 +236,15 @@ ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd, const struct ibv_sge *sge,
 		if (cur->idx >= nsge)
 			return -EMSGSIZE;
 		s = &sge[cur->idx];
-		if (cur->off >= ib_sge_len(s)) {
+		if (cur->off >= s->length) {
 			cur->idx++;
 			cur->off = 0;
 			continue;
 		}
 		mr = ib_mr_lookup(dev, s->lkey);
-		if (ib_mr_check(mr, pd, s->addr, ib_sge_len(s), access) != 0)
+		if (ib_mr_check(mr, pd, s->addr, s->length, access) != 0)
 			return -EACCES;
-		n = RTE_MIN(len, ib_sge_len(s) - cur->off);
+		n = RTE_MIN(len, s->length - cur->off);
 		p = mr->addr + (s->addr - mr->iova) + cur->off;
 		if (to_sge)
 			rte_memcpy(p, buf, n);
@@ -263,11 +263,11 @@ ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 	    struct ib_sge_cursor *cur, uint32_t len)
 {
 	while (len > 0 && cur->idx < nsge) {
-		uint32_t n = RTE_MIN(len, ib_sge_len(&sge[cur->idx]) - cur->off);
+		uint32_t n = RTE_MIN(len, sge[cur->idx].length - cur->off);
 
 		cur->off += n;
 		len -= n;
-		if (cur->off == ib_sge_len(&sge[cur->idx])) {
+		if (cur->off == sge[cur->idx].length) {
 			cur->idx++;
 			cur->off = 0;
 		}

@@ -432,7 +432,11 @@ ib_capture_open(struct ib_dev *dev, const char *path)
 	dev->capture = fopen(path, "w");
 	if (dev->capture == NULL)
 		return -errno;
+	/* A valid (empty) capture from the start, for readers that open
+	 * it before the first frame.
+	 */
 	fwrite(hdr, sizeof(hdr), 1, dev->capture);
+	fflush(dev->capture);
 	return 0;
 }
 

@@ -75,7 +75,7 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > qp->max_send_sge)
 		return EINVAL;
 	for (i = 0; i < wr->num_sge; i++)
-		total += ib_sge_len(&wr->sg_list[i]);
+		total += wr->sg_list[i].length;
 	if (total > IB_MAX_MSG_SZ)
 		return EINVAL;
 	if (is_atomic(wr->opcode) &&
@@ -189,7 +189,7 @@ ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
 		w->wr_id = wr->wr_id;
 		w->num_sge = wr->num_sge;
 		for (i = 0; i < wr->num_sge; i++)
-			total += ib_sge_len(&wr->sg_list[i]);
+			total += wr->sg_list[i].length;
 		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
 		prod++;

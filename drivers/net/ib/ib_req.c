@@ -123,7 +123,11 @@ req_opcode(const struct ib_send_wqe *w, int first, int last)
 	}
 }
 
-/* Every SGE of the WQE must lie in an MR of the QP's PD (C10-86). */
+/*
+ * Every SGE of the WQE must lie in an MR of the QP's PD (C10-86). An SGE of
+ * length 0 is zero bytes and touches no memory: it is skipped, as mlx5 and
+ * rxe do (some HCAs once read 0 as 2^31; the verbs of today's do not).
+ */
 static int
 check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 {
@@ -134,8 +138,9 @@ check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 	for (i = 0; i < w->num_sge; i++) {
 		const struct ibv_sge *s = &w->sge[i];
 
-		if (ib_mr_check(ib_mr_lookup(qp->dev, s->lkey), qp->ibv.pd,
-				s->addr, ib_sge_len(s), access) != 0)
+		if (s->length != 0 &&
+		    ib_mr_check(ib_mr_lookup(qp->dev, s->lkey), qp->ibv.pd,
+				s->addr, s->length, access) != 0)
 			return -EACCES;
 	}
 	return 0;

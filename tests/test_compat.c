@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Behaviours that unmodified programs expect because rxe and mlx5 have
+ * them (issue 15):
+ *  - an SGE of length 0 is zero bytes (not 2^31): zero-length WRITE, READ
+ *    and SEND, with and without immediate, on RC, UC and UD, through
+ *    ibv_post_send and the ibv_wr_* API, complete successfully; a
+ *    zero-length RDMA operation's rkey is not checked (IBA 9.7.4.1.3), the
+ *    QP's access rights still are; a zero-length SGE is skipped whatever
+ *    its lkey;
+ *  - 128 outstanding READ/atomics per QP, in both directions (rxe's
+ *    max_qp_rd_atom, which perftest copies from the peer).
+ */
+#include <stdlib.h>
+
+#include "verbs_util.h"
+
+#define BOGUS_KEY	0xdeadbe00u
+
+static const struct pair_opts rc = {
+	.buflen = 1 << 20,
+	.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	.sq_sig_all = 1, .max_wr = 256, .max_sge = 4, .max_inline = 64,
+	.max_rd_atomic = 128, .min_rnr_timer = 1, .rnr_retry = 7,
+	.timeout = 14, .retry_cnt = 7,
+};
+
+static void
+post_recv(struct pair *p, int i, uint64_t wr_id)
+{
+	struct ibv_sge sge = { (uintptr_t)p->buf + 4096 * i, 4096,
+			       p->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = wr_id, .sg_list = &sge,
+				  .num_sge = 1 }, *bad;
+
+	CHECK(ibv_post_recv(p->qp[i], &wr, &bad) == 0, "post_recv");
+}
+
+/* A WR with @nsge SGEs of length 0 (the first with @lkey). */
+static int
+post0(struct ibv_qp *qp, enum ibv_wr_opcode op, uint64_t wr_id, int nsge,
+      uint32_t lkey, uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge[2] = { { (uintptr_t)&sge, 0, lkey },
+				  { 0, 0, BOGUS_KEY } };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = sge, .num_sge = nsge, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED, .imm_data = htobe32(0x1234),
+		.wr.rdma = { .remote_addr = raddr, .rkey = rkey },
+	}, *bad;
+
+	return ibv_post_send(qp, &wr, &bad);
+}
+
+static void
+expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status,
+	  uint32_t byte_len)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(cq, &wc, 5), "no completion for %lu",
+	      (unsigned long)wr_id);
+	CHECK(wc.wr_id == wr_id && wc.status == status,
+	      "wr %lu: %s, wanted wr %lu %s", (unsigned long)wc.wr_id,
+	      ibv_wc_status_str(wc.status), (unsigned long)wr_id,
+	      ibv_wc_status_str(status));
+	if (status == IBV_WC_SUCCESS && (wc.opcode & IBV_WC_RECV))
+		CHECK(wc.byte_len == byte_len, "byte_len %u", wc.byte_len);
+}
+
+/* UC: Reset -> RTS toward @dest (UC takes no READ/atomic attributes). */
+static void
+uc_connect(struct ibv_qp *qp, uint32_t dest, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "UC INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dest;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid) == 0,
+	      "GID");
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN) == 0, "UC RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+	      "UC RTS");
+}
+
+/* RC and UC through ibv_post_send: every opcode with no bytes. */
+static void
+zero_length_classic(void)
+{
+	static const enum ibv_qp_type types[] = { IBV_QPT_RC, IBV_QPT_UC };
+	struct pair p;
+	uint32_t t;
+
+	for (t = 0; t < DIM(types); t++) {
+		struct pair_opts o = rc;
+
+		pair_open(&p, &o);
+		if (types[t] == IBV_QPT_UC) {
+			/* The pair is RC: make a UC pair from scratch. */
+			struct ibv_qp_init_attr ia = {
+				.qp_type = IBV_QPT_UC, .sq_sig_all = 1,
+				.cap = pair_cap(&o),
+			};
+			int i;
+
+			for (i = 0; i < 2; i++) {
+				CHECK(ibv_destroy_qp(p.qp[i]) == 0, "destroy");
+				ia.send_cq = ia.recv_cq = p.cq[i];
+				p.qp[i] = ibv_create_qp(p.pd, &ia);
+				CHECK(p.qp[i] != NULL, "UC QP");
+			}
+			uc_connect(p.qp[0], p.qp[1]->qp_num, p.mtu);
+			uc_connect(p.qp[1], p.qp[0]->qp_num, p.mtu);
+		} else {
+			pair_connect(&p, &o);
+		}
+		/* WRITE: no SGE, one empty SGE, an empty SGE with a bogus
+		 * lkey; the rkey is not looked at for zero bytes.
+		 */
+		CHECK(post0(p.qp[0], IBV_WR_RDMA_WRITE, 1, 0, 0,
+			    (uintptr_t)p.buf, p.mr->rkey) == 0, "post");
+		expect_wc(p.cq[0], 1, IBV_WC_SUCCESS, 0);
+		CHECK(post0(p.qp[0], IBV_WR_RDMA_WRITE, 2, 1, p.mr->lkey,
+			    (uintptr_t)p.buf, p.mr->rkey) == 0, "post");
+		expect_wc(p.cq[0], 2, IBV_WC_SUCCESS, 0);
+		CHECK(post0(p.qp[0], IBV_WR_RDMA_WRITE, 3, 2, BOGUS_KEY, 0,
+			    BOGUS_KEY) == 0, "post");
+		expect_wc(p.cq[0], 3, IBV_WC_SUCCESS, 0);
+		/* WRITE with immediate: the receiver's WQE completes. */
+		post_recv(&p, 1, 100);
+		CHECK(post0(p.qp[0], IBV_WR_RDMA_WRITE_WITH_IMM, 4, 1,
+			    p.mr->lkey, 0, BOGUS_KEY) == 0, "post");
+		expect_wc(p.cq[0], 4, IBV_WC_SUCCESS, 0);
+		expect_wc(p.cq[1], 100, IBV_WC_SUCCESS, 0);
+		/* SEND and SEND with immediate. */
+		post_recv(&p, 1, 101);
+		post_recv(&p, 1, 102);
+		CHECK(post0(p.qp[0], IBV_WR_SEND, 5, 1, p.mr->lkey, 0, 0) == 0,
+		      "post");
+		CHECK(post0(p.qp[0], IBV_WR_SEND_WITH_IMM, 6, 0, 0, 0, 0) == 0,
+		      "post");
+		expect_wc(p.cq[0], 5, IBV_WC_SUCCESS, 0);
+		expect_wc(p.cq[0], 6, IBV_WC_SUCCESS, 0);
+		expect_wc(p.cq[1], 101, IBV_WC_SUCCESS, 0);
+		expect_wc(p.cq[1], 102, IBV_WC_SUCCESS, 0);
+		if (types[t] == IBV_QPT_RC) {
+			/* READ of nothing, through a bogus rkey. */
+			CHECK(post0(p.qp[0], IBV_WR_RDMA_READ, 7, 1,
+				    p.mr->lkey, 0, BOGUS_KEY) == 0, "post");
+			expect_wc(p.cq[0], 7, IBV_WC_SUCCESS, 0);
+		}
+		pair_close(&p);
+	}
+}
+
+/* The QP's rights are still checked: no remote write, no WRITE. */
+static void
+zero_length_checks_qp_access(void)
+{
+	struct pair_opts o = rc;
+	struct pair p;
+
+	o.qp_access = IBV_ACCESS_LOCAL_WRITE;
+	pair_open(&p, &o);
+	pair_connect(&p, &o);
+	CHECK(post0(p.qp[0], IBV_WR_RDMA_WRITE, 1, 1, p.mr->lkey, 0,
+		    BOGUS_KEY) == 0, "post");
+	expect_wc(p.cq[0], 1, IBV_WC_REM_ACCESS_ERR, 0);
+	pair_close(&p);
+}
+
+/* The same through ibv_wr_*: ibv_wr_set_sge(qpx, lkey, addr, 0). */
+static void
+zero_length_wr_api(void)
+{
+	struct pair p;
+	struct ibv_qp_ex *x;
+
+	pair_open_ex(&p, &rc, IBV_WC_STANDARD_FLAGS,
+		     IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_READ |
+		     IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM);
+	pair_connect(&p, &rc);
+	x = p.qpx[0];
+	post_recv(&p, 1, 200);
+	post_recv(&p, 1, 201);
+	ibv_wr_start(x);
+	x->wr_id = 11;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_rdma_write(x, BOGUS_KEY, 0);
+	ibv_wr_set_sge(x, p.mr->lkey, (uintptr_t)p.buf, 0);
+	x->wr_id = 12;
+	ibv_wr_rdma_read(x, BOGUS_KEY, 0);
+	ibv_wr_set_sge(x, p.mr->lkey, (uintptr_t)p.buf, 0);
+	x->wr_id = 13;
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, p.mr->lkey, (uintptr_t)p.buf, 0);
+	x->wr_id = 14;
+	ibv_wr_rdma_write_imm(x, BOGUS_KEY, 0, htobe32(7));
+	ibv_wr_set_sge(x, p.mr->lkey, (uintptr_t)p.buf, 0);
+	CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	expect_wc(p.cq[0], 11, IBV_WC_SUCCESS, 0);
+	expect_wc(p.cq[0], 12, IBV_WC_SUCCESS, 0);
+	expect_wc(p.cq[0], 13, IBV_WC_SUCCESS, 0);
+	expect_wc(p.cq[0], 14, IBV_WC_SUCCESS, 0);
+	expect_wc(p.cq[1], 200, IBV_WC_SUCCESS, 0);
+	expect_wc(p.cq[1], 201, IBV_WC_SUCCESS, 0);
+	pair_close(&p);
+}
+
+/* UD: a SEND of no bytes delivers the GRH (40 bytes) and nothing else. */
+static void
+zero_length_ud(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	struct ibv_ah *ah;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = 0x1111 };
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
+				  .grh = { .hop_limit = 64 } };
+	struct ibv_qp_ex *x;
+	static uint8_t buf[4096];
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_sge rsge;
+
+	CHECK(list != NULL && list[0] != NULL, "no device");
+	ctx = ibv_open_device(list[0]);
+	pd = ibv_alloc_pd(ctx);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(ctx != NULL && pd != NULL && cq != NULL, "open");
+	mr = ibv_reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+	CHECK(mr != NULL, "reg_mr");
+	{
+		struct ibv_qp_init_attr_ex ix = {
+			.qp_type = IBV_QPT_UD, .sq_sig_all = 1,
+			.send_cq = cq, .recv_cq = cq, .cap = ia.cap,
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+			.pd = pd, .send_ops_flags = IBV_QP_EX_WITH_SEND,
+		};
+
+		qp = ibv_create_qp_ex(ctx, &ix);
+	}
+	CHECK(qp != NULL, "UD QP");
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "INIT");
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "RTS");
+	CHECK(ibv_query_gid(ctx, 1, 0, &aa.grh.dgid) == 0, "GID");
+	ah = ibv_create_ah(pd, &aa);
+	CHECK(ah != NULL, "AH");
+	rsge = (struct ibv_sge){ (uintptr_t)buf, sizeof(buf), mr->lkey };
+	rwr = (struct ibv_recv_wr){ .wr_id = 300, .sg_list = &rsge,
+				    .num_sge = 1 };
+	CHECK(ibv_post_recv(qp, &rwr, &rbad) == 0, "post_recv");
+	x = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(x);
+	x->wr_id = 21;
+	x->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_send(x);
+	ibv_wr_set_ud_addr(x, ah, qp->qp_num, 0x1111);
+	ibv_wr_set_sge(x, mr->lkey, (uintptr_t)buf + 100, 0);
+	CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	{
+		struct ibv_wc wc[2];
+		int n = 0, got_send = 0, got_recv = 0;
+		double end = check_now() + 5;
+
+		while ((got_send + got_recv) < 2 && check_now() < end) {
+			int i, k = ibv_poll_cq(cq, 2, wc);
+
+			CHECK(k >= 0, "poll");
+			for (i = 0; i < k; i++, n++) {
+				CHECK(wc[i].status == IBV_WC_SUCCESS,
+				      "wr %lu: %s", (unsigned long)wc[i].wr_id,
+				      ibv_wc_status_str(wc[i].status));
+				if (wc[i].wr_id == 21)
+					got_send = 1;
+				if (wc[i].wr_id == 300) {
+					got_recv = 1;
+					CHECK(wc[i].byte_len == 40,
+					      "UD byte_len %u", wc[i].byte_len);
+				}
+			}
+		}
+		CHECK(got_send && got_recv, "send %d recv %d", got_send,
+		      got_recv);
+	}
+	CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_ah(ah) == 0 &&
+	      ibv_dereg_mr(mr) == 0 && ibv_destroy_cq(cq) == 0 &&
+	      ibv_dealloc_pd(pd) == 0 && ibv_close_device(ctx) == 0, "close");
+	ibv_free_device_list(list);
+}
+
+/*
+ * 128 READ/atomics per QP: advertised, accepted by ibv_modify_qp in both
+ * directions (129 is EINVAL), and 128 in flight at once complete with the
+ * right data.
+ */
+static void
+rd_atomic_128(void)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_attr a;
+	struct ibv_qp_init_attr ia;
+	struct pair p;
+	int i;
+
+	pair_open(&p, &rc);
+	CHECK(ibv_query_device(p.ctx, &da) == 0, "query_device");
+	CHECK(da.max_qp_rd_atom == 128 && da.max_qp_init_rd_atom == 128,
+	      "max_qp_rd_atom %d, max_qp_init_rd_atom %d", da.max_qp_rd_atom,
+	      da.max_qp_init_rd_atom);
+	pair_connect(&p, &rc);
+	CHECK(ibv_query_qp(p.qp[0], &a, IBV_QP_MAX_QP_RD_ATOMIC |
+			   IBV_QP_MAX_DEST_RD_ATOMIC, &ia) == 0, "query_qp");
+	CHECK(a.max_rd_atomic == 128 && a.max_dest_rd_atomic == 128,
+	      "rd_atomic %u dest %u", a.max_rd_atomic, a.max_dest_rd_atomic);
+	memset(&a, 0, sizeof(a));
+	a.max_rd_atomic = 129;
+	CHECK(ibv_modify_qp(p.qp[0], &a, IBV_QP_MAX_QP_RD_ATOMIC) == EINVAL,
+	      "max_rd_atomic 129");
+	fill_pattern(p.buf + 512 * 1024, 256 * 1024, 5);
+	/* 200 READs of 1 KiB posted at once: 128 at a time in flight. */
+	for (i = 0; i < 200; i++) {
+		struct ibv_sge sge = { (uintptr_t)p.buf + 1024 * i, 1024,
+				       p.mr->lkey };
+		struct ibv_send_wr wr = {
+			.wr_id = i, .sg_list = &sge, .num_sge = 1,
+			.opcode = IBV_WR_RDMA_READ,
+			.wr.rdma = { (uintptr_t)p.buf + 512 * 1024 + 1024 * i,
+				     p.mr->rkey },
+		}, *bad;
+
+		CHECK(ibv_post_send(p.qp[0], &wr, &bad) == 0, "post READ %d",
+		      i);
+	}
+	for (i = 0; i < 200; i++)
+		expect_wc(p.cq[0], i, IBV_WC_SUCCESS, 0);
+	CHECK(memcmp(p.buf, p.buf + 512 * 1024, 200 * 1024) == 0,
+	      "READ data");
+	pair_close(&p);
+}
+
+int
+main(void)
+{
+	RUN(zero_length_classic);
+	RUN(zero_length_checks_qp_access);
+	RUN(zero_length_wr_api);
+	RUN(zero_length_ud);
+	RUN(rd_atomic_128);
+	CHECK_DONE();
+}
