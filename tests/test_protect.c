@@ -461,6 +461,7 @@ forged_acks_ignored(void)
 {
 	uint8_t f[256], ext[4];
 	uint64_t bad0 = counter(&w, "rx_drop_response_psn_invalid");
+	uint64_t stale0 = counter(&w, "rx_drop_stale_response");
 	uint64_t lost0 = counter(&w, "rx_drop_unknown_qpn");
 	uint32_t qpn = w.qp[0]->qp_num, n;
 
@@ -480,8 +481,11 @@ forged_acks_ignored(void)
 		  SQ_PSN + 5000, ext, 4, NULL, 0);
 	inject_sync(&w, f, n);
 	expect_nothing(w.cq[0], 0.1);
-	CHECK(counter(&w, "rx_drop_response_psn_invalid") - bad0 == 3,
-	      "forged responses counted: %" PRIu64,
+	CHECK(counter(&w, "rx_drop_stale_response") - stale0 == 2,
+	      "NAKs of acknowledged PSNs counted stale: %" PRIu64,
+	      counter(&w, "rx_drop_stale_response") - stale0);
+	CHECK(counter(&w, "rx_drop_response_psn_invalid") - bad0 == 1,
+	      "the ACK of a PSN never sent counted invalid: %" PRIu64,
 	      counter(&w, "rx_drop_response_psn_invalid") - bad0);
 	n = frame(f, htonl(INADDR_LOOPBACK), IB_RC_ACKNOWLEDGE, qpn, SQ_PSN,
 		  ext, 4, NULL, 0);
@@ -698,6 +702,88 @@ static const char *only;
 		RUN(fn); \
 } while (0)
 
+/* ACKNOWLEDGE frames dpib sent to 192.0.2.@host (its capture). */
+static int
+acks_to(uint8_t host)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+	int n = 0;
+
+	CHECK(pcap_open(&pf, capture) == 0, "open capture");
+	while (pcap_next(&pf, &d, &len) == 1)
+		if (len >= 14 + 20 + 8 + 12 && d[12] == 0x08 && d[13] == 0 &&
+		    d[23] == 17 && d[30] == 192 && d[31] == 0 && d[32] == 2 &&
+		    d[33] == host && d[14 + 20 + 8] == IB_RC_ACKNOWLEDGE)
+			n++;
+	pcap_close(&pf);
+	return n;
+}
+
+/*
+ * Issue 14: a responder connected to a peer off the link (192.0.2.97)
+ * asks for its MAC when it goes to RTR, and the ACK of the peer's first
+ * request, due before the ARP reply came, is held and leaves with it
+ * rather than being dropped.
+ */
+static void
+first_ack_waits_for_neighbour(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_qp *qp = w.qp[1];
+	uint64_t arp0 = counter(&w, "arp_request_sent");
+	uint64_t ack0 = counter(&w, "ack_sent");
+	uint8_t f[256], data[32];
+	int before = acks_to(97);
+	uint32_t n;
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "reset");
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = rc.qp_access;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = w.mtu;
+	a.dest_qp_num = PEER_QPN;
+	a.rq_psn = RQ_PSN;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.grh.dgid.raw[10] = a.ah_attr.grh.dgid.raw[11] = 0xff;
+	a.ah_attr.grh.dgid.raw[12] = 192;
+	a.ah_attr.grh.dgid.raw[14] = 2;
+	a.ah_attr.grh.dgid.raw[15] = 97;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, "RTR");
+	/* Asked for at RTR, before anything is sent on the path. */
+	wait_counter(&w, "arp_request_sent", arp0);
+	memset(data, 0x3c, sizeof(data));
+	{
+		struct ibv_sge sge = { (uintptr_t)w.buf + 40960, 64,
+				       w.mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = 50, .sg_list = &sge,
+					   .num_sge = 1 }, *bad;
+
+		CHECK(ibv_post_recv(qp, &rwr, &bad) == 0, "post_recv");
+	}
+	n = frame(f, inet_addr("192.0.2.97"), IB_RC_SEND_ONLY, qp->qp_num,
+		  RQ_PSN, NULL, 0, data, sizeof(data));
+	inject_sync(&w, f, n);
+	CHECK(wait_status(w.cq[1], 50) == IBV_WC_SUCCESS, "the SEND");
+	CHECK(counter(&w, "ack_sent") == ack0 && acks_to(97) == before,
+	      "an ACK left without a MAC");
+	inject_arp_reply(&w, 97);
+	wait_counter(&w, "ack_sent", ack0);
+	CHECK(acks_to(97) == before + 1, "the held ACK did not go to the peer");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -717,6 +803,7 @@ main(int argc, char **argv)
 	TRY(read_over_2g_invalid);
 	TRY(read_response_over_mtu);
 	TRY(ah_destroy_under_posted_work);
+	TRY(first_ack_waits_for_neighbour);
 	pair_close(&w);
 	unlink(capture);
 	CHECK_DONE();

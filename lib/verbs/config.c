@@ -53,6 +53,7 @@
 #define FAULT_DELAY_MAX	1000000u	/* µs: one second */
 /* ib_fault_parse reads numbers as doubles: integers up to here are exact. */
 #define FAULT_SEED_MAX	UINT32_MAX
+#define FAULT_NAK_DROP_MAX	1000000u	/* requests lost after a NAK */
 
 /* Where the parser is, for messages naming the file and line. */
 struct parser {
@@ -234,8 +235,15 @@ check_faults(const char *spec, char *why, size_t len)
 			snprintf(why, len, "seed must be 0..%u", FAULT_SEED_MAX);
 			return -EINVAL;
 		}
+		if (strcmp(item, "nak_drop") == 0) {
+			if (parse_uint(val, 1, FAULT_NAK_DROP_MAX, &u) == 0)
+				continue;
+			snprintf(why, len, "nak_drop must be 1..%u",
+				 FAULT_NAK_DROP_MAX);
+			return -EINVAL;
+		}
 		snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
-			 "corrupt, delay, delay_us, seed", item);
+			 "corrupt, delay, delay_us, seed, nak_drop", item);
 		return -EINVAL;
 	}
 	return 0;

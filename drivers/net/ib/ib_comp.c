@@ -178,7 +178,12 @@ comp_rnr(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 		qp->comp.rnr_left--;
 	qp->req.wait_until = rte_rdtsc() + rte_get_tsc_hz() / 100000 *
 			     rnr_timer_10us[syndrome & 0x1f];
-	qp->comp.deadline = 0;
+	/* The transport timer stands still while the requester waits, and
+	 * runs again from the end of the wait: should nothing be resent
+	 * then, it still fires.
+	 */
+	if (qp->timeout_tsc)
+		qp->comp.deadline = qp->req.wait_until + qp->timeout_tsc;
 	ib_req_rewind(qp, psn);
 }
 
@@ -205,6 +210,8 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 		return;
 	switch (syndrome) {
 	case AETH_NAK_PSN_SEQ:
+		if (unlikely(qp->dev->fault != NULL))
+			ib_fault_nak_seq(qp->dev, qp->path.dest_qpn);
 		ib_req_rewind(qp, psn);
 		break;
 	case AETH_NAK_INVALID:
@@ -309,17 +316,25 @@ comp_atomic_ack(struct ib_qp *qp, const struct ib_opcode_info *info,
  * Does a response at @psn answer something this QP sent? An acknowledgement
  * lies between the last PSN acknowledged (a repeated ACK of it is harmless)
  * and the last PSN ever sent; a NAK names a PSN not acknowledged yet. The
- * rest is ignored and counted (IBA 9.7.5.1.x): an off-path host that does
- * not know where the PSNs are can neither complete nor fail work, and no
- * response completes what was never sent.
+ * rest is ignored (IBA 9.7.5.1.x) and counted: older PSNs as stale (late
+ * duplicates are normal on a lossy link), PSNs never sent as invalid. So an
+ * off-path host that does not know where the PSNs are can neither complete
+ * nor fail work, and no response completes what was never sent.
  */
 static int
-resp_psn_ok(const struct ib_qp *qp, uint32_t psn, int nak)
+resp_psn_ok(struct ib_qp *qp, uint32_t psn, int nak)
 {
 	int32_t lo = psn_diff(psn, qp->comp.acked_psn);
 
-	return (nak ? lo > 0 : lo >= 0) &&
-	       psn_diff(psn, qp->req.max_psn) < 0;
+	if (nak ? lo <= 0 : lo < 0) {
+		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
+		return 0;
+	}
+	if (psn_diff(psn, qp->req.max_psn) >= 0) {
+		ib_count(qp->dev, IB_CNT_RX_RESP_BAD_PSN);
+		return 0;
+	}
+	return 1;
 }
 
 void
@@ -337,10 +352,8 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 	if (info->mask & IB_M_AETH)
 		syndrome = aeth_syndrome((rte_be32_t *)(bth +
 						info->offset[IB_HDR_AETH]));
-	if (!resp_psn_ok(qp, psn, (syndrome & AETH_TYPE_MASK) != AETH_ACK)) {
-		ib_count(qp->dev, IB_CNT_RX_RESP_BAD_PSN);
+	if (!resp_psn_ok(qp, psn, (syndrome & AETH_TYPE_MASK) != AETH_ACK))
 		return;
-	}
 	if (info->mask & IB_M_AETH) {
 		if ((syndrome & AETH_TYPE_MASK) != AETH_ACK) {
 			comp_ack(qp, syndrome, psn);
@@ -355,10 +368,21 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 		comp_ack(qp, syndrome, psn);
 }
 
-/* Local ACK timeout (IBA 9.7.6.1.3): resend from the oldest unacked PSN. */
+/*
+ * Local ACK timeout (IBA 9.7.6.1.3): resend from the oldest unacked PSN.
+ * The timer runs whenever something sent is unacknowledged: a path that
+ * left it idle with work outstanding would wait for a peer that may never
+ * speak again (a responder that NAKed once ignores what is out of
+ * sequence), so an idle timer with work outstanding is armed here.
+ */
 void
 ib_comp_timer(struct ib_qp *qp, uint64_t now)
 {
+	if (unlikely(qp->comp.deadline == 0) && qp->timeout_tsc &&
+	    ib_sent_any(qp) && qp->ibv.qp_type == IBV_QPT_RC) {
+		qp->comp.deadline = now + qp->timeout_tsc;
+		ib_count(qp->dev, IB_CNT_TIMER_REARMED);
+	}
 	if (qp->comp.deadline == 0 || now < qp->comp.deadline)
 		return;
 	ib_count(qp->dev, IB_CNT_RETRANSMIT);
@@ -384,7 +408,8 @@ ib_qp_busy(const struct ib_qp *qp)
 	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
 
-	if (ib_sent_any(qp) || qp->resp.rd_head != qp->resp.rd_tail)
+	if (ib_sent_any(qp) || qp->resp.rd_head != qp->resp.rd_tail ||
+	    qp->resp.ack_owed)
 		return 1;
 	switch (state) {
 	case IBV_QPS_RTS:

@@ -36,6 +36,7 @@
 	X(NAK_RCVD,		"nak_received") \
 	X(ACK_SENT,		"ack_sent") \
 	X(RETRANSMIT,		"retransmit_timeout") \
+	X(TIMER_REARMED,	"retransmit_timer_rearmed") \
 	X(CQ_OVERRUN,		"cq_overrun") \
 	X(FAULT_DROP,		"fault_dropped") \
 	X(FAULT_DUP,		"fault_duplicated") \

@@ -11,6 +11,12 @@
  * Configured per device ("faults", "faults_req", "faults_resp" keys), e.g.
  *   faults = drop=0.01,dup=0.005,reorder=0.01,corrupt=0.001,delay=0.01,
  *            delay_us=200,seed=7
+ * nak_drop=N loses the next N requests to a peer QP after each PSN
+ * sequence NAK the device receives from it: the first frames of the
+ * go-back-N resend, so that the
+ * peer, which NAKs once and then ignores what is out of sequence (IBA
+ * allows it; rxe does), stays silent and only the local ACK timer can
+ * recover.
  * Engine only: it runs inside ib_tx_flush.
  */
 #include <errno.h>
@@ -25,7 +31,8 @@
 #define FAULT_HOLD	256	/* frames held back at once */
 
 static const char *const fault_keys[] = {
-	"drop", "dup", "reorder", "corrupt", "delay", "delay_us", "seed", NULL,
+	"drop", "dup", "reorder", "corrupt", "delay", "delay_us", "seed",
+	"nak_drop", NULL,
 };
 
 struct held {
@@ -39,6 +46,8 @@ struct ib_fault {
 	uint64_t rng;
 	struct held hold[FAULT_HOLD];
 	uint32_t nhold;
+	uint32_t nak_drop_left;		/* requests still to lose (nak_drop) */
+	uint32_t nak_qpn;		/* ... to this destination QP */
 };
 
 static int
@@ -56,6 +65,10 @@ set_rate(const char *key, const char *val, void *arg)
 	}
 	if (strcmp(key, "seed") == 0) {
 		r->seed = (uint64_t)v;
+		return 0;
+	}
+	if (strcmp(key, "nak_drop") == 0) {
+		r->nak_drop = (uint32_t)v;
 		return 0;
 	}
 	if (v > 1)
@@ -87,7 +100,7 @@ ib_fault_parse(const char *spec, struct ib_fault_rates *r)
 	if (r->delay_us == 0)
 		r->delay_us = 100;
 	r->enabled = r->drop > 0 || r->dup > 0 || r->reorder > 0 ||
-		     r->corrupt > 0 || r->delay > 0;
+		     r->corrupt > 0 || r->delay > 0 || r->nak_drop > 0;
 	return ret;
 }
 
@@ -209,6 +222,14 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 			out[k++] = m;
 			continue;
 		}
+		if (r == &f->dir[0] && f->nak_drop_left > 0 &&
+		    bth_qpn((const struct ib_bth *)(rte_pktmbuf_mtod(m,
+				const uint8_t *) + bth_off(m))) == f->nak_qpn) {
+			f->nak_drop_left--;
+			ib_count(dev, IB_CNT_FAULT_DROP);
+			rte_pktmbuf_free(m);
+			continue;
+		}
 		if (rnd(f) < r->drop) {
 			ib_count(dev, IB_CNT_FAULT_DROP);
 			rte_pktmbuf_free(m);
@@ -250,6 +271,16 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 	k += release(dev, out + k, room - k, k > 0);
 	memcpy(pkts, out, k * sizeof(out[0]));
 	return k;
+}
+
+/* Engine: a PSN sequence NAK arrived; lose the resend's first requests. */
+void
+ib_fault_nak_seq(struct ib_dev *dev, uint32_t dest_qpn)
+{
+	if (dev->fault != NULL) {
+		dev->fault->nak_drop_left = dev->fault->dir[0].nak_drop;
+		dev->fault->nak_qpn = dest_qpn;
+	}
 }
 
 /* Frames still held: the engine keeps polling until they are out. */

@@ -74,6 +74,7 @@ struct ib_fault_rates {
 	int enabled;
 	double drop, dup, reorder, corrupt, delay;
 	uint32_t delay_us;
+	uint32_t nak_drop;	/* requests lost after each NAK received */
 	uint64_t seed;
 };
 
@@ -351,7 +352,10 @@ struct ib_resp {
 	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
 	uint8_t nak_seq_sent;
 	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
+	uint8_t ack_owed;	/* ... or for the peer's MAC (owed_*) */
+	uint8_t owed_syndrome;
 	uint32_t ack_psn;
+	uint32_t owed_psn;
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;
 	uint32_t recv_off;
@@ -671,6 +675,7 @@ void ib_fault_fini(struct ib_dev *dev);
 uint32_t ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts,
 			uint32_t n, uint32_t room);
 int ib_fault_pending(const struct ib_dev *dev);
+void ib_fault_nak_seq(struct ib_dev *dev, uint32_t dest_qpn);
 
 /* ib_mcast.c */
 int ib_mcast_change(struct ib_qp *qp, const union ibv_gid *gid, int attach);

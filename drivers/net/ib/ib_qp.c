@@ -469,6 +469,14 @@ qp_modify_apply(void *arg)
 		__atomic_store_n(&qp->attr.qp_state, next, __ATOMIC_RELEASE);
 	if (next == IBV_QPS_RTS || next == IBV_QPS_ERR || next == IBV_QPS_SQD)
 		ib_engine_activate(qp);
+	/*
+	 * A connected QP learns its peer's MAC now (ARP/ND), as the kernel
+	 * resolves the destination of hardware RoCE at modify time: the
+	 * answer to the peer's first request must not wait for it.
+	 */
+	if ((mask & IBV_QP_AV) && qp->ibv.qp_type != IBV_QPT_UD &&
+	    next != IBV_QPS_RESET && next != IBV_QPS_ERR)
+		(void)ib_hdr_resolve(qp->dev, &qp->path.hdr);
 }
 
 static int

@@ -7,6 +7,7 @@
  * executes it (places SEND data, WRITE data, answers READ and atomics),
  * completes receive WQEs and acknowledges.
  */
+#include <errno.h>
 #include <string.h>
 #include <rte_memcpy.h>
 
@@ -61,6 +62,22 @@ struct resp_pkt {
 	uint8_t *addr;		/* where its RETH/AtomicETH points (check_rkey) */
 };
 
+/*
+ * An ACK or NAK that cannot leave yet because the requester's MAC is still
+ * being resolved is owed, not dropped: it leaves first thing once the MAC
+ * is known (ib_resp_run), so that a new connection's first request is
+ * answered at once rather than after the requester's transport timer.
+ * Acknowledgements are cumulative: only the latest is kept.
+ */
+static void
+ack_owe(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	qp->resp.ack_owed = 1;
+	qp->resp.owed_syndrome = syndrome;
+	qp->resp.owed_psn = psn;
+	ib_engine_activate(qp);
+}
+
 static void
 send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
@@ -68,8 +85,12 @@ send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	struct rte_mbuf *m;
 
 	m = ib_pkt_alloc(qp, IB_RC_ACKNOWLEDGE, 0, &bth, &pay);
-	if (m == NULL)
-		return;		/* the requester's timer recovers */
+	if (m == NULL) {
+		if (!qp->path.hdr.resolved)
+			ack_owe(qp, syndrome, psn);
+		return;		/* no mbuf: the requester's timer recovers */
+	}
+	qp->resp.ack_owed = 0;	/* this one covers it */
 	ib_pkt_bth(bth, IB_RC_ACKNOWLEDGE, 0, qp->path.dest_qpn, 0, psn);
 	aeth_set((rte_be32_t *)(bth + IB_BTH_LEN), syndrome, qp->resp.msn);
 	ib_tx(qp->dev, m);
@@ -798,11 +819,29 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 	return last;
 }
 
+/* An owed ACK once the requester's MAC is known; 0 while it is not. */
+static int
+ack_owed_flush(struct ib_qp *qp)
+{
+	int ret = ib_hdr_resolve(qp->dev, &qp->path.hdr);
+
+	if (ret == -EAGAIN)
+		return 0;		/* still resolving: keep it */
+	qp->resp.ack_owed = 0;
+	if (ret == 0)
+		send_ack(qp, qp->resp.owed_syndrome, qp->resp.owed_psn);
+	return 1;			/* sent, or the address failed */
+}
+
 /* Send the queued READ and atomic responses, then any held-back ACK. */
 void
 ib_resp_run(struct ib_qp *qp)
 {
 	int budget = IB_REQ_BUDGET;
+
+	/* An owed ACK answers a PSN before every queued response. */
+	if (unlikely(qp->resp.ack_owed) && !ack_owed_flush(qp))
+		return;
 
 	while (qp->resp.rd_tail != qp->resp.rd_head && budget-- > 0 &&
 	       ib_tx_room(qp->dev) > 0) {
