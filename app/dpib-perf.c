@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -592,7 +593,22 @@ static void
 usage(void)
 {
 	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
-	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING]\n");
+	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
+	       "  -c  print the device counters that moved, after the run\n");
+}
+
+/* The device counters that are not zero (-c): what the run cost. */
+static void
+print_counters(struct bench *b)
+{
+	const char *const *names;
+	uint64_t v[256];
+	int n = dpib_counters(b->ctx, &names, v, 256), i;
+
+	printf(" Device counters (non-zero):\n");
+	for (i = 0; i < n && i < 256; i++)
+		if (v[i] != 0)
+			printf("   %-32s %" PRIu64 "\n", names[i], v[i]);
 }
 
 int
@@ -606,9 +622,9 @@ main(int argc, char **argv)
 	struct results res;
 	uint32_t bw_iters, lat_iters;
 	cpu_set_t set;
-	int c, err;
+	int c, err, counters = 0;
 
-	while ((c = getopt(argc, argv, "n:r:s:b:l:o:h")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:s:b:l:o:ch")) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
 		case 'r': o.reps = strtoul(optarg, NULL, 0); break;
@@ -616,6 +632,7 @@ main(int argc, char **argv)
 		case 'b': o.bw_size = strtoul(optarg, NULL, 0); break;
 		case 'l': o.lat_size = strtoul(optarg, NULL, 0); break;
 		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
+		case 'c': counters = 1; break;
 		default: usage(); return c == 'h' ? 0 : 1;
 		}
 	}
@@ -666,5 +683,7 @@ main(int argc, char **argv)
 	printf(" (through the MR's own rkey above: %.3f Mpps; window/MR %.2f)\n",
 	       res.rate / 1e6, res.mw_rate / res.rate);
 	printf("\n");
+	if (counters)
+		print_counters(&b);
 	return 0;
 }

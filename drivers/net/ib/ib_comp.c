@@ -95,6 +95,7 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	if (report)
 		ib_cq_push(qp->scq, &wc, 0);
 	qp->comp.read_off = 0;
+	qp->comp.read_gap = 0;
 	qp->comp.cur.idx = qp->comp.cur.off = 0;
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	if (!ib_sent_any(qp))
@@ -212,6 +213,7 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	case AETH_NAK_PSN_SEQ:
 		if (unlikely(qp->dev->fault != NULL))
 			ib_fault_nak_seq(qp->dev, qp->path.dest_qpn);
+		ib_cc_loss(qp, 0);
 		ib_req_rewind(qp, psn);
 		break;
 	case AETH_NAK_INVALID:
@@ -242,7 +244,21 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !wants_response(w->opcode))
 		return NULL;
 	expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) & IB_PSN_MASK;
-	return psn == expect ? w : NULL;
+	if (psn == expect)
+		return w;
+	/*
+	 * A later response of the same READ: the one expected was lost. Ask
+	 * for the READ again now rather than at the transport timer (the
+	 * responder answers a duplicate READ in full), once per gap.
+	 */
+	if (!atomic && psn_diff(psn, expect) > 0 &&
+	    psn_diff(psn, st->last_psn) <= 0 &&
+	    qp->comp.read_gap != expect + 1) {
+		qp->comp.read_gap = expect + 1;
+		ib_count(qp->dev, IB_CNT_READ_GAP_RETRY);
+		ib_req_rewind(qp, st->first_psn);
+	}
+	return NULL;
 }
 
 static void
@@ -337,8 +353,8 @@ resp_psn_ok(struct ib_qp *qp, uint32_t psn, int nak)
 	return 1;
 }
 
-void
-ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+static void
+comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 {
 	uint8_t op = bth_opcode((struct ib_bth *)bth);
 	const struct ib_opcode_info *info = &ib_opcode[op];
@@ -366,6 +382,19 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 		comp_atomic_ack(qp, info, bth, psn);
 	else
 		comp_ack(qp, syndrome, psn);
+}
+
+/* A response; what it acknowledged opens the congestion window. */
+void
+ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+{
+	uint32_t acked = qp->comp.acked_psn;
+	int32_t n;
+
+	comp_rx(qp, bth, paylen);
+	n = psn_diff(qp->comp.acked_psn, acked);
+	if (n > 0)
+		ib_cc_ack(qp, (uint32_t)n);
 }
 
 /*
@@ -398,6 +427,7 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	}
 	qp->comp.retry_left--;
 	qp->comp.deadline = now + qp->timeout_tsc;
+	ib_cc_loss(qp, 1);
 	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
 }
 

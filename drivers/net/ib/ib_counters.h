@@ -37,6 +37,10 @@
 	X(ACK_SENT,		"ack_sent") \
 	X(RETRANSMIT,		"retransmit_timeout") \
 	X(TIMER_REARMED,	"retransmit_timer_rearmed") \
+	X(CWND_CUT,		"cwnd_halved_on_nak") \
+	X(CWND_TIMEOUT,		"cwnd_reset_on_timeout") \
+	X(CWND_LIMITED,		"tx_cwnd_limited") \
+	X(READ_GAP_RETRY,	"read_response_gap_retry") \
 	X(CQ_OVERRUN,		"cq_overrun") \
 	X(FAULT_DROP,		"fault_dropped") \
 	X(FAULT_DUP,		"fault_duplicated") \

@@ -305,11 +305,19 @@ struct ib_req {
 	uint64_t wait_until;	/* RNR back-off: no sending before (TSC) */
 };
 
+/* Congestion window of an RC requester (ib_cc.c). */
+struct ib_cc {
+	uint32_t cwnd;		/* PSNs in flight allowed */
+	uint32_t ssthresh;
+	uint32_t cwnd_acc;	/* PSNs acknowledged toward cwnd + 1 */
+};
+
 struct ib_comp {
 	uint32_t wqe_idx;	/* oldest SQ slot not yet completed */
 	uint32_t read_off;	/* READ response bytes placed for that WQE */
 	struct ib_sge_cursor cur;
 	uint32_t acked_psn;	/* last PSN the responder acknowledged */
+	uint32_t read_gap;	/* 1 + PSN of a lost response asked for again */
 	uint64_t deadline;	/* retransmit timer (TSC), 0 when idle */
 	uint32_t retry_left;
 	uint32_t rnr_left;
@@ -446,6 +454,7 @@ struct ib_qp {
 	struct ib_req req;
 	struct ib_comp comp;
 	struct ib_resp resp;
+	struct ib_cc cc;
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
 	uint16_t udp_sport;
@@ -639,6 +648,28 @@ int ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd,
 		int to_sge);
 void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 		 struct ib_sge_cursor *cur, uint32_t len);
+
+/* ib_cc.c: congestion window of RC requesters */
+#define IB_CWND_MIN		16	/* packets: never fewer in flight */
+#define IB_CWND_INIT		64
+#define IB_CWND_MAX		32768
+#define IB_CWND_OFF		INT32_MAX	/* UC, UD: no acknowledgements */
+#define IB_ACKREQ_EVERY		64	/* packets of a message, a power of 2 */
+void ib_cc_init(struct ib_qp *qp);
+void ib_cc_ack(struct ib_qp *qp, uint32_t n);
+void ib_cc_loss(struct ib_qp *qp, int timeout);
+
+/*
+ * May the requester send another packet? Fewer than cwnd PSNs past the
+ * last acknowledged one (a READ's responses included). One request is
+ * always allowed when nothing is in flight, however many PSNs it spans.
+ */
+static inline int
+ib_cc_open(const struct ib_qp *qp)
+{
+	return psn_diff(qp->req.psn, qp->comp.acked_psn) - 1 <
+	       (int32_t)qp->cc.cwnd;
+}
 
 /* ib_memhook.c: registered memory and the address space */
 int ib_mem_hooked(void);

@@ -185,6 +185,17 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	return 1;
 }
 
+/* A power of two near a quarter of @cwnd, 1 .. IB_ACKREQ_EVERY. */
+static inline uint32_t
+ackreq_every(uint32_t cwnd)
+{
+	uint32_t q = cwnd / 4;
+
+	if (q >= IB_ACKREQ_EVERY)
+		return IB_ACKREQ_EVERY;
+	return q < 2 ? 1 : rte_align32prevpow2(q);
+}
+
 /* Build and queue the packet at req.offset of WQE @w. */
 static int
 send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
@@ -193,7 +204,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	int first = qp->req.offset == 0;
 	int uc = qp->ibv.qp_type == IBV_QPT_UC;
 	uint32_t chunk = 0, mask;
-	int last = 1;
+	int last = 1, ackreq;
 	uint8_t *bth, *pay, op;
 	struct rte_mbuf *m;
 
@@ -209,9 +220,21 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
-	/* UC has no acknowledgements: AckReq stays clear (C9-18). */
+	/*
+	 * AckReq on a message's last packet, and also where the congestion
+	 * window closes and four times a window (at most every
+	 * IB_ACKREQ_EVERY packets), so that ACKs keep coming while a long
+	 * message is still being sent: the window reopens before it runs
+	 * dry, and a lost packet is followed by others that draw a NAK
+	 * rather than by silence until the transport timer. UC has no
+	 * acknowledgements: AckReq stays clear (C9-18).
+	 */
+	ackreq = !uc && (last ||
+		 psn_diff(qp->req.psn, qp->comp.acked_psn) >=
+		 (int32_t)qp->cc.cwnd ||
+		 (qp->req.psn & (ackreq_every(qp->cc.cwnd) - 1)) == 0);
 	ib_pkt_bth(bth, op, last && (w->flags & IBV_SEND_SOLICITED),
-		   qp->path.dest_qpn, last && !uc, qp->req.psn);
+		   qp->path.dest_qpn, ackreq, qp->req.psn);
 	if (mask & IB_M_RETH)
 		reth_set((struct ib_reth *)(bth + info->offset[IB_HDR_RETH]),
 			 w->remote_addr, w->rkey, w->length);
@@ -259,6 +282,10 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 	if (qp->req.wqe_idx == prod || *budget == 0 ||
 	    ib_tx_room(qp->dev) < 1)
 		return REQ_STOP;
+	if (!ib_cc_open(qp)) {
+		ib_count(qp->dev, IB_CNT_CWND_LIMITED);
+		return REQ_STOP;
+	}
 	w = sq_wqe(qp, qp->req.wqe_idx);
 	if (qp->req.offset != 0)
 		return REQ_SEND_PACKET;
@@ -349,6 +376,13 @@ ib_req_run(struct ib_qp *qp)
 		case REQ_SEND_PACKET:
 			ret = send_packet(qp, w);
 			budget--;
+			/* The timer runs from the first packet on the wire: a
+			 * message stopped halfway (window, budget) may never
+			 * reach REQ_WQE_SENT if what was sent is lost.
+			 */
+			if (ret >= 0 && qp->comp.deadline == 0 &&
+			    qp->timeout_tsc && qp->ibv.qp_type == IBV_QPT_RC)
+				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 			if (ret == -EMSGSIZE) {
 				state = REQ_ERR_LOCAL_LEN;
 			} else if (ret == -EACCES) {
@@ -366,7 +400,8 @@ ib_req_run(struct ib_qp *qp)
 				state = REQ_STOP;
 			} else if (ret == 1) {
 				state = REQ_WQE_SENT;
-			} else if (budget == 0 || ib_tx_room(qp->dev) < 1) {
+			} else if (budget == 0 || ib_tx_room(qp->dev) < 1 ||
+				   !ib_cc_open(qp)) {
 				state = REQ_STOP;
 			}
 			break;
