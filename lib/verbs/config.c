@@ -54,6 +54,8 @@
 /* ib_fault_parse reads numbers as doubles: integers up to here are exact. */
 #define FAULT_SEED_MAX	UINT32_MAX
 #define FAULT_NAK_DROP_MAX	1000000u	/* requests lost after a NAK */
+#define FAULT_RATE_MAX		400000u		/* Mbit/s of the bottleneck */
+#define FAULT_QUEUE_MAX		65536u		/* its queue, frames */
 
 /* Where the parser is, for messages naming the file and line. */
 struct parser {
@@ -242,8 +244,23 @@ check_faults(const char *spec, char *why, size_t len)
 				 FAULT_NAK_DROP_MAX);
 			return -EINVAL;
 		}
+		if (strcmp(item, "rate_mbps") == 0) {
+			if (parse_uint(val, 1, FAULT_RATE_MAX, &u) == 0)
+				continue;
+			snprintf(why, len, "rate_mbps must be 1..%u",
+				 FAULT_RATE_MAX);
+			return -EINVAL;
+		}
+		if (strcmp(item, "queue") == 0) {
+			if (parse_uint(val, 1, FAULT_QUEUE_MAX, &u) == 0)
+				continue;
+			snprintf(why, len, "queue must be 1..%u",
+				 FAULT_QUEUE_MAX);
+			return -EINVAL;
+		}
 		snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
-			 "corrupt, delay, delay_us, seed, nak_drop", item);
+			 "corrupt, delay, delay_us, seed, nak_drop, rate_mbps, "
+			 "queue", item);
 		return -EINVAL;
 	}
 	return 0;

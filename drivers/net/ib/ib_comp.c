@@ -119,6 +119,27 @@ comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 }
 
 /*
+ * The head READ or atomic lost its response from the one expected on (a
+ * later response or ACK arrived): ask for it again now rather than at the
+ * transport timer, once per loss - every later packet of the same burst
+ * says the same thing, and rewinding for each resent the whole window
+ * again and again.
+ */
+static void
+response_lost(struct ib_qp *qp, struct ib_swqe_state *st)
+{
+	uint32_t expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) &
+			  IB_PSN_MASK;
+
+	if (qp->comp.read_gap == expect + 1)
+		return;
+	qp->comp.read_gap = expect + 1;
+	ib_count(qp->dev, IB_CNT_READ_GAP_RETRY);
+	ib_cc_loss(qp, 0);	/* lost on the way back: congestion */
+	ib_req_rewind(qp, st->first_psn);
+}
+
+/*
  * Retire every sent WQE up to PSN @psn (an ACK covers all before it,
  * IBA 9.7.5.1.1); READ and atomics need their responses. comp.acked_psn
  * only advances over what was retired, or into a partly acknowledged
@@ -143,7 +164,7 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 			 * ACK beyond means they were lost (IBA 9.7.5.1.2).
 			 */
 			if (done && psn_diff(psn, st->last_psn) > 0)
-				ib_req_rewind(qp, st->first_psn);
+				response_lost(qp, st);
 			return;
 		}
 		if (!done || psn_diff(st->last_psn, psn) > 0) {
@@ -252,12 +273,8 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 	 * responder answers a duplicate READ in full), once per gap.
 	 */
 	if (!atomic && psn_diff(psn, expect) > 0 &&
-	    psn_diff(psn, st->last_psn) <= 0 &&
-	    qp->comp.read_gap != expect + 1) {
-		qp->comp.read_gap = expect + 1;
-		ib_count(qp->dev, IB_CNT_READ_GAP_RETRY);
-		ib_req_rewind(qp, st->first_psn);
-	}
+	    psn_diff(psn, st->last_psn) <= 0)
+		response_lost(qp, st);
 	return NULL;
 }
 
@@ -290,11 +307,12 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 	}
 	qp->comp.read_off += paylen;
 	/* Forward progress (IBA 9.7.6.1.3): the retry count and the local
-	 * ACK timer start over.
+	 * ACK timer start over, and so does the early resend timer.
 	 */
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	if (qp->timeout_tsc)
 		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+	ib_cc_progress(qp);
 	if (!(info->mask & IB_M_LAST))
 		return;
 	if (qp->comp.read_off != w->length) {
@@ -407,6 +425,8 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 void
 ib_comp_timer(struct ib_qp *qp, uint64_t now)
 {
+	if (qp->cc.early != 0)
+		ib_cc_early(qp, now);
 	if (unlikely(qp->comp.deadline == 0) && qp->timeout_tsc &&
 	    ib_sent_any(qp) && qp->ibv.qp_type == IBV_QPT_RC) {
 		qp->comp.deadline = now + qp->timeout_tsc;
@@ -427,6 +447,7 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	}
 	qp->comp.retry_left--;
 	qp->comp.deadline = now + qp->timeout_tsc;
+	qp->comp.read_gap = 0;	/* the timer asks again for everything */
 	ib_cc_loss(qp, 1);
 	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
 }

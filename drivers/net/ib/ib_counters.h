@@ -41,12 +41,14 @@
 	X(CWND_TIMEOUT,		"cwnd_reset_on_timeout") \
 	X(CWND_LIMITED,		"tx_cwnd_limited") \
 	X(READ_GAP_RETRY,	"read_response_gap_retry") \
+	X(EARLY_RESEND,		"early_resend") \
 	X(CQ_OVERRUN,		"cq_overrun") \
 	X(FAULT_DROP,		"fault_dropped") \
 	X(FAULT_DUP,		"fault_duplicated") \
 	X(FAULT_REORDER,	"fault_reordered") \
 	X(FAULT_CORRUPT,	"fault_corrupted") \
 	X(FAULT_DELAY,		"fault_delayed") \
+	X(FAULT_QUEUE_DROP,	"fault_bottleneck_tail_drop") \
 	X(ARP_RX,		"arp_rx") \
 	X(ARP_RX_MALFORMED,	"arp_rx_drop_malformed") \
 	X(ARP_RX_UNSUPPORTED,	"arp_rx_drop_unsupported") \

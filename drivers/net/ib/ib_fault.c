@@ -17,6 +17,12 @@
  * peer, which NAKs once and then ignores what is out of sequence (IBA
  * allows it; rxe does), stays silent and only the local ACK timer can
  * recover.
+ *
+ * rate_mbps=R,queue=Q puts the device behind a slow switch port: RoCE
+ * frames (both directions: it is the port's egress) leave at R Mbit/s from
+ * a queue of Q frames (default 256), and a frame that finds the queue full
+ * is dropped (tail drop), as in a shallow-buffered switch. The drops are
+ * counted apart from the random ones.
  * Engine only: it runs inside ib_tx_flush.
  */
 #include <errno.h>
@@ -32,7 +38,7 @@
 
 static const char *const fault_keys[] = {
 	"drop", "dup", "reorder", "corrupt", "delay", "delay_us", "seed",
-	"nak_drop", NULL,
+	"nak_drop", "rate_mbps", "queue", NULL,
 };
 
 struct held {
@@ -48,7 +54,18 @@ struct ib_fault {
 	uint32_t nhold;
 	uint32_t nak_drop_left;		/* requests still to lose (nak_drop) */
 	uint32_t nak_qpn;		/* ... to this destination QP */
+	/* The bottleneck: a FIFO of frames drained at a byte rate. */
+	struct rte_mbuf **bq;
+	uint32_t bq_head, bq_n, bq_cap;
+	double bytes_per_tsc;
+	double tokens;			/* bytes that may leave now */
+	uint64_t last_tsc;
 };
+
+#define FAULT_QUEUE_DEFAULT	256
+#define FAULT_QUEUE_MAX		65536
+/* A port sends a frame at a time: at most two may leave back to back. */
+#define FAULT_BURST_BYTES	(2 * 9216)
 
 static int
 set_rate(const char *key, const char *val, void *arg)
@@ -69,6 +86,16 @@ set_rate(const char *key, const char *val, void *arg)
 	}
 	if (strcmp(key, "nak_drop") == 0) {
 		r->nak_drop = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "rate_mbps") == 0) {
+		r->rate_mbps = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "queue") == 0) {
+		if (v < 1 || v > FAULT_QUEUE_MAX)
+			return -EINVAL;
+		r->queue = (uint32_t)v;
 		return 0;
 	}
 	if (v > 1)
@@ -100,8 +127,28 @@ ib_fault_parse(const char *spec, struct ib_fault_rates *r)
 	if (r->delay_us == 0)
 		r->delay_us = 100;
 	r->enabled = r->drop > 0 || r->dup > 0 || r->reorder > 0 ||
-		     r->corrupt > 0 || r->delay > 0 || r->nak_drop > 0;
+		     r->corrupt > 0 || r->delay > 0 || r->nak_drop > 0 ||
+		     r->rate_mbps > 0;
 	return ret;
+}
+
+/* The port's rate and queue: those of requests, else of responses. */
+static int
+bottleneck_init(struct ib_fault *f)
+{
+	const struct ib_fault_rates *r = f->dir[0].rate_mbps ? &f->dir[0] :
+					 &f->dir[1];
+
+	if (r->rate_mbps == 0)
+		return 0;
+	f->bq_cap = r->queue ? r->queue : FAULT_QUEUE_DEFAULT;
+	f->bq = rte_zmalloc("ib_fault_bq", f->bq_cap * sizeof(*f->bq), 0);
+	if (f->bq == NULL)
+		return -ENOMEM;
+	f->bytes_per_tsc = r->rate_mbps * 1e6 / 8 / rte_get_tsc_hz();
+	f->tokens = FAULT_BURST_BYTES;
+	f->last_tsc = rte_rdtsc();
+	return 0;
 }
 
 int
@@ -117,7 +164,7 @@ ib_fault_init(struct ib_dev *dev)
 	dev->fault->dir[0] = c->fault[0];
 	dev->fault->dir[1] = c->fault[1];
 	dev->fault->rng = (c->fault[0].seed ^ (c->fault[1].seed << 1)) | 1;
-	return 0;
+	return bottleneck_init(dev->fault);
 }
 
 void
@@ -129,6 +176,10 @@ ib_fault_fini(struct ib_dev *dev)
 		return;
 	for (i = 0; i < dev->fault->nhold; i++)
 		rte_pktmbuf_free(dev->fault->hold[i].m);
+	for (i = 0; i < dev->fault->bq_n; i++)
+		rte_pktmbuf_free(dev->fault->bq[(dev->fault->bq_head + i) %
+						 dev->fault->bq_cap]);
+	rte_free(dev->fault->bq);
 	rte_free(dev->fault);
 	dev->fault = NULL;
 }
@@ -202,6 +253,45 @@ release(struct ib_dev *dev, struct rte_mbuf **out, uint32_t room, int any_sent)
 	return n;
 }
 
+/* Into the bottleneck's queue, or dropped at its tail. */
+static void
+bottleneck_enqueue(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	struct ib_fault *f = dev->fault;
+
+	if (f->bq_n == f->bq_cap) {
+		ib_count(dev, IB_CNT_FAULT_QUEUE_DROP);
+		rte_pktmbuf_free(m);
+		return;
+	}
+	f->bq[(f->bq_head + f->bq_n++) % f->bq_cap] = m;
+}
+
+/* What the link has sent since the last call, into @out. */
+static uint32_t
+bottleneck_drain(struct ib_fault *f, struct rte_mbuf **out, uint32_t room)
+{
+	uint64_t now = rte_rdtsc();
+	uint32_t n = 0;
+
+	f->tokens += (now - f->last_tsc) * f->bytes_per_tsc;
+	if (f->tokens > FAULT_BURST_BYTES)
+		f->tokens = FAULT_BURST_BYTES;
+	f->last_tsc = now;
+	while (f->bq_n > 0 && n < room) {
+		struct rte_mbuf *m = f->bq[f->bq_head];
+		uint32_t len = rte_pktmbuf_pkt_len(m);
+
+		if (f->tokens < len)
+			break;
+		f->tokens -= len;
+		out[n++] = m;
+		f->bq_head = (f->bq_head + 1) % f->bq_cap;
+		f->bq_n--;
+	}
+	return n;
+}
+
 /*
  * Apply the faults to the @n frames about to be sent; returns how many are
  * left in @pkts (which has @room slots) to send now.
@@ -269,6 +359,18 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 		out[k++] = m;
 	}
 	k += release(dev, out + k, room - k, k > 0);
+	if (f->bq != NULL) {
+		/* Everything RoCE goes through the slow port, in order. */
+		uint32_t i2, kept = 0;
+
+		for (i2 = 0; i2 < k; i2++) {
+			if (rates_for(f, out[i2]) == NULL)
+				out[kept++] = out[i2];	/* ARP, ND */
+			else
+				bottleneck_enqueue(dev, out[i2]);
+		}
+		k = kept + bottleneck_drain(f, out + kept, room - kept);
+	}
 	memcpy(pkts, out, k * sizeof(out[0]));
 	return k;
 }
@@ -287,5 +389,6 @@ ib_fault_nak_seq(struct ib_dev *dev, uint32_t dest_qpn)
 int
 ib_fault_pending(const struct ib_dev *dev)
 {
-	return dev->fault != NULL && dev->fault->nhold != 0;
+	return dev->fault != NULL &&
+	       (dev->fault->nhold != 0 || dev->fault->bq_n != 0);
 }

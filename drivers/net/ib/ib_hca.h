@@ -75,6 +75,8 @@ struct ib_fault_rates {
 	double drop, dup, reorder, corrupt, delay;
 	uint32_t delay_us;
 	uint32_t nak_drop;	/* requests lost after each NAK received */
+	uint32_t rate_mbps;	/* bottleneck: link rate (Mbit/s), 0: none */
+	uint32_t queue;		/* bottleneck: frames queued, tail drop */
 	uint64_t seed;
 };
 
@@ -305,11 +307,22 @@ struct ib_req {
 	uint64_t wait_until;	/* RNR back-off: no sending before (TSC) */
 };
 
-/* Congestion window of an RC requester (ib_cc.c). */
+/*
+ * Congestion window of an RC requester (ib_cc.c). cwnd and armed are read
+ * for every packet sent, the rest once a round trip or on a loss.
+ */
 struct ib_cc {
 	uint32_t cwnd;		/* PSNs in flight allowed */
+	uint8_t armed;		/* RTT sample and early timer need nothing */
+	uint8_t lossy;		/* the path lost a packet once: resend early */
 	uint32_t ssthresh;
 	uint32_t cwnd_acc;	/* PSNs acknowledged toward cwnd + 1 */
+	uint32_t probe_psn;	/* RTT sample: this PSN, sent at probe_tsc */
+	uint32_t backoff;	/* early resends since the last progress */
+	uint64_t probe_tsc;	/* 0: no sample under way */
+	uint64_t srtt, rttvar;	/* smoothed RTT and its deviation (TSC) */
+	uint64_t early;		/* early resend due (TSC), 0: none */
+	uint64_t rto_min;	/* IB_RTO_MIN_US in TSC */
 };
 
 struct ib_comp {
@@ -454,13 +467,13 @@ struct ib_qp {
 	struct ib_req req;
 	struct ib_comp comp;
 	struct ib_resp resp;
-	struct ib_cc cc;
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
 	uint16_t udp_sport;
 	int active;		/* on the engine's active list */
 	uint32_t idle_passes;	/* engine passes with nothing to do */
 	TAILQ_ENTRY(ib_qp) next;
+	struct ib_cc cc;	/* its first fields share the line above */
 	struct ib_wr_batch wrb;		/* extended post, under sq_lock */
 };
 
@@ -655,9 +668,13 @@ void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 #define IB_CWND_MAX		32768
 #define IB_CWND_OFF		INT32_MAX	/* UC, UD: no acknowledgements */
 #define IB_ACKREQ_EVERY		64	/* packets of a message, a power of 2 */
+#define IB_RTO_MIN_US		1000	/* floor of the early resend timer */
 void ib_cc_init(struct ib_qp *qp);
 void ib_cc_ack(struct ib_qp *qp, uint32_t n);
 void ib_cc_loss(struct ib_qp *qp, int timeout);
+void ib_cc_sent(struct ib_qp *qp);
+void ib_cc_progress(struct ib_qp *qp);
+int ib_cc_early(struct ib_qp *qp, uint64_t now);
 
 /*
  * May the requester send another packet? Fewer than cwnd PSNs past the

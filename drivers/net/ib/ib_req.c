@@ -380,9 +380,13 @@ ib_req_run(struct ib_qp *qp)
 			 * message stopped halfway (window, budget) may never
 			 * reach REQ_WQE_SENT if what was sent is lost.
 			 */
-			if (ret >= 0 && qp->comp.deadline == 0 &&
-			    qp->timeout_tsc && qp->ibv.qp_type == IBV_QPT_RC)
-				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+			if (ret >= 0 && qp->ibv.qp_type == IBV_QPT_RC) {
+				if (qp->comp.deadline == 0 && qp->timeout_tsc)
+					qp->comp.deadline = rte_rdtsc() +
+							    qp->timeout_tsc;
+				if (unlikely(!qp->cc.armed))
+					ib_cc_sent(qp);
+			}
 			if (ret == -EMSGSIZE) {
 				state = REQ_ERR_LOCAL_LEN;
 			} else if (ret == -EACCES) {

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Two hosts behind a slow switch port (issue 14): two devices joined by
+ * memif in this process, each sending through the fault hook's bottleneck
+ * (DPIB_FAULTS rate_mbps=R,queue=Q[,drop=p]: R Mbit/s out of a queue of Q
+ * frames with tail drop). perftest-style streams must complete without
+ * RETRY_EXC_ERR and reach a share of the bottleneck rate:
+ *  - 64 KiB RDMA WRITE and SEND with 128 outstanding, 64 KiB READ with 16;
+ *  - four QPs writing at once get rates within 25 % of each other.
+ *
+ * usage: test_congestion MIN_SHARE   (e.g. 0.8 at 0 % loss, 0.5 at 1 %)
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <unistd.h>
+#include <rte_common.h>
+
+#include "verbs_util.h"
+
+#define MSG		65536
+#define NQP		4
+#define DEPTH		128
+#define RD_DEPTH	16
+#define STREAM_BYTES	(24u << 20)	/* per stream */
+#define WAIT		60.0
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	struct ibv_cq *cq;
+	union ibv_gid gid;
+};
+
+static struct side S[2];
+static struct ibv_device **list;
+static uint8_t *buf;
+static size_t buflen = 2 * NQP * (size_t)DEPTH * MSG;
+static double rate_bytes, min_share;
+static char conf_path[64], sock_path[64];
+
+static void
+remove_files(void)
+{
+	unlink(conf_path);
+	unlink(sock_path);
+}
+
+/* dpib0 (server) and dpib1 (client) on one memif link. */
+static void
+write_config(void)
+{
+	FILE *f;
+
+	snprintf(conf_path, sizeof(conf_path), "/tmp/dpib-cc-%d.conf",
+		 getpid());
+	snprintf(sock_path, sizeof(sock_path), "/tmp/dpib-cc-%d.sock",
+		 getpid());
+	f = fopen(conf_path, "w");
+	CHECK(f != NULL, "config file");
+	fprintf(f, "[device dpib0]\nport = net_memif0,role=server,socket=%s,"
+		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n"
+		"[device dpib1]\nport = net_memif1,role=client,socket=%s,"
+		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n",
+		sock_path, sock_path);
+	fclose(f);
+	atexit(remove_files);
+	setenv("DPIB_CONF", conf_path, 1);
+}
+
+static void
+open_side(struct side *s, struct ibv_device *dev)
+{
+	struct ibv_port_attr pa;
+	double end = check_now() + 10;
+
+	s->ctx = ibv_open_device(dev);
+	s->pd = s->ctx ? ibv_alloc_pd(s->ctx) : NULL;
+	CHECK(s->pd != NULL, "open %s", ibv_get_device_name(dev));
+	do {
+		CHECK(ibv_query_port(s->ctx, 1, &pa) == 0, "query_port");
+	} while (pa.state != IBV_PORT_ACTIVE && check_now() < end);
+	CHECK(pa.state == IBV_PORT_ACTIVE, "port not active");
+	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0, "gid");
+	s->mr = ibv_reg_mr(s->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE |
+			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	CHECK(s->mr != NULL, "reg_mr");
+	s->cq = ibv_create_cq(s->ctx, 4 * NQP * DEPTH, NULL, NULL, 0);
+	CHECK(s->cq != NULL, "create_cq");
+}
+
+static struct ibv_qp *
+make_qp(struct side *s)
+{
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = DEPTH, .max_recv_wr = DEPTH,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->pd, &ia);
+
+	CHECK(qp != NULL, "create_qp errno %d", errno);
+	return qp;
+}
+
+/* Reset -> RTS toward @dest on the other side (timeout 14: 67 ms). */
+static void
+connect_to(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
+			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = dest;
+	a.max_dest_rd_atomic = RD_DEPTH;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, "RTR");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = RD_DEPTH;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
+	      "RTS");
+}
+
+struct stream {
+	struct ibv_qp *qp[2];		/* requester on side 0 */
+	uint64_t posted, done;
+	uint64_t bytes_done;
+};
+
+static struct stream st[NQP];
+
+static void
+streams_open(int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++) {
+		st[i].qp[0] = make_qp(&S[0]);
+		st[i].qp[1] = make_qp(&S[1]);
+		connect_to(st[i].qp[0], st[i].qp[1]->qp_num, &S[1].gid);
+		connect_to(st[i].qp[1], st[i].qp[0]->qp_num, &S[0].gid);
+		st[i].posted = st[i].done = st[i].bytes_done = 0;
+	}
+}
+
+static void
+streams_close(int n)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		CHECK(ibv_destroy_qp(st[i].qp[0]) == 0 &&
+		      ibv_destroy_qp(st[i].qp[1]) == 0, "destroy");
+}
+
+static uint8_t *
+slot(int q, uint64_t k, int side)
+{
+	return buf + (((size_t)side * NQP + q) * DEPTH + k % DEPTH) * MSG;
+}
+
+static void
+post_one(int q, enum ibv_wr_opcode op)
+{
+	struct stream *s = &st[q];
+	uint64_t k = s->posted;
+	struct ibv_sge sge = { (uintptr_t)slot(q, k, 0), MSG, S[0].mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = (uint64_t)q << 48 | k, .sg_list = &sge, .num_sge = 1,
+		.opcode = op, .send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)slot(q, k, 1), S[1].mr->rkey },
+	}, *bad;
+
+	if (op == IBV_WR_SEND) {
+		struct ibv_sge r = { (uintptr_t)slot(q, k, 1), MSG,
+				     S[1].mr->lkey };
+		struct ibv_recv_wr rwr = { .wr_id = k, .sg_list = &r,
+					   .num_sge = 1 }, *rbad;
+
+		CHECK(ibv_post_recv(s->qp[1], &rwr, &rbad) == 0, "post_recv");
+	}
+	CHECK(ibv_post_send(s->qp[0], &wr, &bad) == 0, "post_send");
+	s->posted++;
+}
+
+/*
+ * Run @n streams of @op with @depth outstanding until each moved @bytes
+ * (or, with @until_first, until the first one has); returns the seconds
+ * taken. Every completion must be a success.
+ */
+static double
+run(int n, enum ibv_wr_opcode op, int depth, uint64_t bytes, int until_first)
+{
+	double t0 = check_now(), end = t0 + WAIT;
+	int q, finished;
+
+	for (;;) {
+		struct ibv_wc wc[32];
+		int i, k;
+
+		for (q = 0, finished = 0; q < n; q++)
+			finished += st[q].bytes_done >= bytes;
+		if (finished >= (until_first ? 1 : n))
+			break;
+		for (q = 0; q < n; q++)
+			while (st[q].posted - st[q].done < (uint64_t)depth &&
+			       st[q].posted * MSG < bytes)
+				post_one(q, op);
+		k = ibv_poll_cq(S[0].cq, 32, wc);
+		CHECK(k >= 0, "poll");
+		for (i = 0; i < k; i++) {
+			struct stream *s = &st[wc[i].wr_id >> 48];
+
+			CHECK(wc[i].status == IBV_WC_SUCCESS, "stream %d: %s",
+			      (int)(wc[i].wr_id >> 48),
+			      ibv_wc_status_str(wc[i].status));
+			s->done++;
+			s->bytes_done += MSG;
+		}
+		/* Receive completions of SENDs: drained, checked. */
+		k = ibv_poll_cq(S[1].cq, 32, wc);
+		for (i = 0; i < k; i++)
+			CHECK(wc[i].status == IBV_WC_SUCCESS, "receive: %s",
+			      ibv_wc_status_str(wc[i].status));
+		CHECK(check_now() < end, "no end after %.0f s", WAIT);
+	}
+	return check_now() - t0;
+}
+
+/* The transport's counters of both ends that moved since the last call. */
+static void
+print_counters(void)
+{
+	static uint64_t last[2][128];
+	const char *const *names;
+	uint64_t v[128];
+	int d, i, n;
+
+	for (d = 0; d < 2; d++) {
+		n = dpib_counters(S[d].ctx, &names, v, 128);
+		for (i = 0; i < n && i < 128; i++) {
+			if (v[i] != last[d][i] &&
+			    (strstr(names[i], "nak") || strstr(names[i], "cwnd") ||
+			     strstr(names[i], "retransmit") ||
+			     strstr(names[i], "fault") || strstr(names[i], "gap") ||
+			     strstr(names[i], "dup") || strstr(names[i], "packets") ||
+			     strstr(names[i], "stale") || strstr(names[i], "seq") ||
+			     strstr(names[i], "early")))
+				printf("#   dpib%d %s %" PRIu64 "\n", d, names[i],
+				       v[i] - last[d][i]);
+			last[d][i] = v[i];
+		}
+	}
+}
+
+static void
+expect_share(const char *what, double secs, uint64_t bytes)
+{
+	double share = bytes / secs / rate_bytes;
+
+	printf("# %s: %.1f MB in %.3f s, %.0f Mbit/s, %.0f %% of the "
+	       "bottleneck\n", what, bytes / 1e6, secs, bytes * 8 / secs / 1e6,
+	       share * 100);
+	print_counters();
+	CHECK(share >= min_share, "%s reached %.0f %% of the bottleneck, "
+	      "wanted %.0f %%", what, share * 100, min_share * 100);
+}
+
+static void
+write_stream(void)
+{
+	streams_open(1);
+	expect_share("WRITE 64 KiB x 128", run(1, IBV_WR_RDMA_WRITE, DEPTH,
+						STREAM_BYTES, 0), STREAM_BYTES);
+	streams_close(1);
+}
+
+static void
+send_stream(void)
+{
+	streams_open(1);
+	expect_share("SEND 64 KiB x 128", run(1, IBV_WR_SEND, DEPTH,
+					       STREAM_BYTES, 0), STREAM_BYTES);
+	streams_close(1);
+}
+
+static void
+read_stream(void)
+{
+	streams_open(1);
+	expect_share("READ 64 KiB x 16", run(1, IBV_WR_RDMA_READ, RD_DEPTH,
+					      STREAM_BYTES, 0), STREAM_BYTES);
+	streams_close(1);
+}
+
+/*
+ * Four QPs share the port. Once they have found their windows (the first
+ * moved STREAM_BYTES / 4), what each moves until the first has moved
+ * STREAM_BYTES is within 25 % of the others.
+ */
+static void
+four_qps_fair(void)
+{
+	uint64_t lo = UINT64_MAX, hi = 0, total = 0, start[NQP];
+	double secs;
+	int q;
+
+	streams_open(NQP);
+	run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES / 4, 1);
+	for (q = 0; q < NQP; q++)
+		start[q] = st[q].bytes_done;
+	secs = run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES, 1);
+	for (q = 0; q < NQP; q++) {
+		uint64_t b = st[q].bytes_done - start[q];
+
+		lo = RTE_MIN(lo, b);
+		hi = RTE_MAX(hi, b);
+		total += b;
+		printf("# QP %d: %.1f MB\n", q, b / 1e6);
+	}
+	CHECK(lo * 1.25 >= hi, "unfair: %.1f MB against %.1f MB", lo / 1e6,
+	      hi / 1e6);
+	expect_share("4 QPs together", secs, total);
+	/* Let the others finish before their QPs go. */
+	run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES, 0);
+	streams_close(NQP);
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *faults = getenv("DPIB_FAULTS"), *r;
+
+	CHECK(argc > 1, "usage: test_congestion MIN_SHARE");
+	min_share = atof(argv[1]);
+	CHECK(faults != NULL && (r = strstr(faults, "rate_mbps=")) != NULL,
+	      "DPIB_FAULTS must set rate_mbps");
+	rate_bytes = atof(r + strlen("rate_mbps=")) * 1e6 / 8;
+	write_config();
+	buf = aligned_alloc(4096, buflen);
+	CHECK(buf != NULL, "alloc");
+	memset(buf, 0, buflen);
+	list = ibv_get_device_list(NULL);
+	CHECK(list != NULL && list[0] != NULL && list[1] != NULL, "devices");
+	open_side(&S[0], list[0]);
+	open_side(&S[1], list[1]);
+	RUN(write_stream);
+	RUN(send_stream);
+	RUN(read_stream);
+	RUN(four_qps_fair);
+	CHECK_DONE();
+}
