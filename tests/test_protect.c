@@ -29,10 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "verbs_util.h"
-#include "dpib.h"
-#include "pcap.h"
-#include "ib_hca.h"
+#include "roce_frame.h"
 
 #define PEER_QPN	0x99	/* no such QP: dpib's answers loop back, dropped */
 #define SQ_PSN		1000
@@ -53,131 +50,6 @@ static const struct pair_opts rc = {
 
 static char capture[64];
 
-static uint64_t
-counter(struct pair *p, const char *name)
-{
-	return dev_counter(p->ctx, name);
-}
-
-/*
- * Queue @f and a marker frame (not RoCE) behind it; return once the marker
- * is counted, so that @f has been handled. Polling nothing drives an
- * inline engine.
- */
-static void
-inject_sync(struct pair *p, const uint8_t *f, uint32_t len)
-{
-	static const uint8_t marker[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-					    0x02, 0, 0, 0, 0, 9, 0x88, 0xb5 };
-	uint64_t seen = counter(p, "rx_drop_not_roce");
-	struct ibv_wc wc;
-	double end = check_now() + WAIT;
-
-	CHECK(dpib_inject(p->ctx, f, len) == 0 &&
-	      dpib_inject(p->ctx, marker, sizeof(marker)) == 0, "inject");
-	while (counter(p, "rx_drop_not_roce") == seen && check_now() < end)
-		CHECK(ibv_poll_cq(p->cq[0], 0, &wc) == 0, "poll");
-	CHECK(counter(p, "rx_drop_not_roce") > seen, "injected frame not taken");
-}
-
-/*
- * A RoCEv2 frame from @src (IPv4, network order) to 127.0.0.1: BTH of
- * @op to @qpn at @psn, then @ext (extension headers) and @pay; lengths,
- * pad and ICRC filled. Returns its length.
- */
-static uint32_t
-frame(uint8_t *f, uint32_t src, uint8_t op, uint32_t qpn, uint32_t psn,
-      const void *ext, uint32_t extlen, const void *pay, uint32_t paylen)
-{
-	uint32_t pad = (-paylen) & 3, l4 = 8 + 12 + extlen + paylen + pad + 4;
-	uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
-	uint32_t dst = htonl(INADDR_LOOPBACK), crc, sum = 0, i;
-	uint16_t v;
-
-	memset(f, 0, 14 + 20 + l4);
-	memset(f, 0xff, 6);
-	f[6] = 0x02;
-	f[11] = 0x07;
-	f[12] = 0x08;			/* IPv4 */
-	ip[0] = 0x45;
-	v = htons(20 + l4);
-	memcpy(ip + 2, &v, 2);
-	ip[6] = 0x40;			/* DF */
-	ip[8] = 64;
-	ip[9] = IPPROTO_UDP;
-	memcpy(ip + 12, &src, 4);
-	memcpy(ip + 16, &dst, 4);
-	for (i = 0; i < 20; i += 2)
-		sum += ip[i] << 8 | ip[i + 1];
-	sum = (sum & 0xffff) + (sum >> 16);
-	sum = (sum & 0xffff) + (sum >> 16);
-	v = htons(~sum & 0xffff);
-	memcpy(ip + 10, &v, 2);
-	v = htons(0xc001);
-	memcpy(udp, &v, 2);
-	v = htons(4791);
-	memcpy(udp + 2, &v, 2);
-	v = htons(l4);
-	memcpy(udp + 4, &v, 2);
-	bth[0] = op;
-	bth[1] = pad << 4;
-	bth[2] = bth[3] = 0xff;		/* default P_Key */
-	bth[5] = qpn >> 16;
-	bth[6] = qpn >> 8;
-	bth[7] = qpn;
-	bth[8] = 0x80;			/* AckReq */
-	bth[9] = psn >> 16;
-	bth[10] = psn >> 8;
-	bth[11] = psn;
-	memcpy(bth + 12, ext, extlen);
-	if (paylen)
-		memcpy(bth + 12 + extlen, pay, paylen);
-	crc = rte_cpu_to_le_32(ib_icrc(ip, 20 + l4 - 4));
-	memcpy(ip + 20 + l4 - 4, &crc, 4);
-	return 14 + 20 + l4;
-}
-
-static void
-reth(uint8_t *b, uint64_t va, uint32_t rkey, uint32_t len)
-{
-	uint64_t va_be = rte_cpu_to_be_64(va);
-	uint32_t k = htonl(rkey), l = htonl(len);
-
-	memcpy(b, &va_be, 8);
-	memcpy(b + 8, &k, 4);
-	memcpy(b + 12, &l, 4);
-}
-
-static void
-aeth(uint8_t *b, uint8_t syndrome, uint32_t msn)
-{
-	uint32_t v = htonl((uint32_t)syndrome << 24 | (msn & 0xffffff));
-
-	memcpy(b, &v, 4);
-}
-
-/* The AETH syndrome of the last ACKNOWLEDGE dpib sent to @qpn, or -1. */
-static int
-last_ack_syndrome(uint32_t qpn)
-{
-	struct pcap_file pf;
-	const uint8_t *d;
-	uint32_t len;
-	int syn = -1;
-
-	CHECK(pcap_open(&pf, capture) == 0, "open %s", capture);
-	while (pcap_next(&pf, &d, &len) == 1) {
-		const uint8_t *bth = d + 14 + 20 + 8;
-
-		if (len >= 14 + 20 + 8 + 12 + 4 && d[12] == 0x08 && d[13] == 0 &&
-		    bth[0] == IB_RC_ACKNOWLEDGE &&
-		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) == qpn)
-			syn = bth[12];
-	}
-	pcap_close(&pf);
-	return syn;
-}
-
 /* A QP of the pair connected to the fictitious peer on 127.0.0.1. */
 static void
 connect_to_peer(struct pair *p, int i, enum ibv_mtu mtu)
@@ -186,18 +58,6 @@ connect_to_peer(struct pair *p, int i, enum ibv_mtu mtu)
 
 	CHECK(ibv_modify_qp(p->qp[i], &a, IBV_QP_STATE) == 0, "reset");
 	qp_connect(p->qp[i], PEER_QPN, &rc, mtu, RQ_PSN, SQ_PSN);
-}
-
-/* Wait until counter @name moved past @from (driving an inline engine). */
-static void
-wait_counter(struct pair *p, const char *name, uint64_t from)
-{
-	double end = check_now() + WAIT;
-	struct ibv_wc wc;
-
-	while (counter(p, name) <= from && check_now() < end)
-		CHECK(ibv_poll_cq(p->cq[1], 0, &wc) == 0, "poll");
-	CHECK(counter(p, name) > from, "%s did not move", name);
 }
 
 static void
@@ -517,7 +377,7 @@ foreign_source_dropped(void)
 		  ext, 16, data, 64);
 	inject_sync(&w, f, n);
 	CHECK(memcmp(w.buf + 8192, data, 64) == 0, "the peer's WRITE");
-	CHECK(counter(&w, "ack_sent") > ack0, "no ACK");
+	wait_counter(&w, "ack_sent", ack0);	/* sent after the burst */
 }
 
 /* READ of 2^31 + 1 and 2^32 - 1 bytes: NAK invalid request (0x61). */
@@ -534,9 +394,9 @@ read_over_2g_invalid(void)
 		n = frame(f, htonl(INADDR_LOOPBACK), IB_RC_READ_REQUEST, qpn,
 			  RQ_PSN, ext, 16, NULL, 0);
 		inject_sync(&w, f, n);
-		CHECK(last_ack_syndrome(PEER_QPN) == 0x61,
+		CHECK(last_ack_syndrome(capture, PEER_QPN) == 0x61,
 		      "READ of %#x bytes: answered %#x", lens[i],
-		      last_ack_syndrome(PEER_QPN));
+		      last_ack_syndrome(capture, PEER_QPN));
 	}
 	/* 2^31 itself is a legal length: this MR is too short for it. */
 	connect_to_peer(&w, 1, w.mtu);
@@ -544,8 +404,8 @@ read_over_2g_invalid(void)
 	n = frame(f, htonl(INADDR_LOOPBACK), IB_RC_READ_REQUEST, qpn, RQ_PSN,
 		  ext, 16, NULL, 0);
 	inject_sync(&w, f, n);
-	CHECK(last_ack_syndrome(PEER_QPN) == 0x62, "READ of 2^31 bytes: %#x",
-	      last_ack_syndrome(PEER_QPN));
+	CHECK(last_ack_syndrome(capture, PEER_QPN) == 0x62, "READ of 2^31 bytes: %#x",
+	      last_ack_syndrome(capture, PEER_QPN));
 }
 
 /*
