@@ -137,14 +137,17 @@ aeth(uint8_t *b, uint8_t syndrome, uint32_t msn)
 	memcpy(b, &v, 4);
 }
 
-/* The AETH syndrome of the last ACKNOWLEDGE in capture @path to @qpn, or -1. */
+/*
+ * The AETH syndrome of the last ACKNOWLEDGE in capture @path to @qpn, or
+ * -1; with @count, how many there are.
+ */
 static inline int
-last_ack_syndrome(const char *path, uint32_t qpn)
+ack_frames(const char *path, uint32_t qpn, int *count)
 {
 	struct pcap_file pf;
 	const uint8_t *d;
 	uint32_t len;
-	int syn = -1;
+	int syn = -1, n = 0;
 
 	CHECK(pcap_open(&pf, path) == 0, "open %s", path);
 	while (pcap_next(&pf, &d, &len) == 1) {
@@ -152,11 +155,21 @@ last_ack_syndrome(const char *path, uint32_t qpn)
 
 		if (len >= 14 + 20 + 8 + 12 + 4 && d[12] == 0x08 && d[13] == 0 &&
 		    bth[0] == IB_RC_ACKNOWLEDGE &&
-		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) == qpn)
+		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) == qpn) {
 			syn = bth[12];
+			n++;
+		}
 	}
 	pcap_close(&pf);
+	if (count != NULL)
+		*count = n;
 	return syn;
+}
+
+static inline int
+last_ack_syndrome(const char *path, uint32_t qpn)
+{
+	return ack_frames(path, qpn, NULL);
 }
 
 /* Wait until counter @name moved past @from (driving an inline engine). */

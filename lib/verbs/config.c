@@ -802,7 +802,8 @@ dpib_config_load(struct dpib_config *cfg)
 			return ret;
 	}
 	/* The environment overrides the file (benchmarks want polling). */
-	if (mode != NULL && parse_mode(mode, &cfg->engine_mode) != 0) {
+	if (mode != NULL && *mode != '\0' &&
+	    parse_mode(mode, &cfg->engine_mode) != 0) {
 		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: must be adaptive, "
 			"poll or inline\n", mode);
 		return -EINVAL;
