@@ -11,7 +11,11 @@
  *    QP's access rights still are; a zero-length SGE is skipped whatever
  *    its lkey;
  *  - 128 outstanding READ/atomics per QP, in both directions (rxe's
- *    max_qp_rd_atom, which perftest copies from the peer).
+ *    max_qp_rd_atom, which perftest copies from the peer);
+ *  - window binds ignore local access bits (type 2, ibv_post_send and
+ *    ibv_wr_bind_mw; type 1 is in test_mw);
+ *  - ibv_create_qp_ex takes every comp_mask bit whose field asks for
+ *    nothing dpib lacks.
  */
 #include <stdlib.h>
 
@@ -22,7 +26,8 @@
 static const struct pair_opts rc = {
 	.buflen = 1 << 20,
 	.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+		     IBV_ACCESS_MW_BIND,
 	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		     IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 	.sq_sig_all = 1, .max_wr = 256, .max_sge = 4, .max_inline = 64,
@@ -369,6 +374,166 @@ rd_atomic_128(void)
 	pair_close(&p);
 }
 
+/* A type 2 bind of @mw with @access; the completion status. */
+static enum ibv_wc_status
+bind2(struct pair *p, struct ibv_mw *mw, uint32_t access, int wr_api)
+{
+	struct ibv_mw_bind_info bi = { .mr = p->mr, .addr = (uintptr_t)p->buf,
+				       .length = 4096,
+				       .mw_access_flags = access };
+	uint32_t rkey = ibv_inc_rkey(mw->rkey);
+	struct ibv_wc wc;
+
+	if (wr_api) {
+		struct ibv_qp_ex *x = p->qpx[0];
+
+		ibv_wr_start(x);
+		x->wr_id = 77;
+		x->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_bind_mw(x, mw, rkey, &bi);
+		CHECK(ibv_wr_complete(x) == 0, "wr_complete");
+	} else {
+		struct ibv_send_wr wr = {
+			.wr_id = 77, .opcode = IBV_WR_BIND_MW,
+			.send_flags = IBV_SEND_SIGNALED,
+			.bind_mw = { .mw = mw, .rkey = rkey, .bind_info = bi },
+		}, *bad;
+
+		CHECK(ibv_post_send(p->qp[0], &wr, &bad) == 0, "post bind");
+	}
+	CHECK(poll_one(p->cq[0], &wc, 5) && wc.wr_id == 77, "no bind completion");
+	if (wc.status == IBV_WC_SUCCESS)
+		mw->rkey = rkey;
+	return wc.status;
+}
+
+static void
+mw2_bind_ignores_local_bits(void)
+{
+	int api;
+
+	for (api = 0; api < 2; api++) {
+		struct pair p;
+		struct ibv_mw *mw;
+
+		pair_open_ex(&p, &rc, IBV_WC_STANDARD_FLAGS,
+			     IBV_QP_EX_WITH_BIND_MW | IBV_QP_EX_WITH_SEND);
+		pair_connect(&p, &rc);
+		mw = ibv_alloc_mw(p.pd, IBV_MW_TYPE_2);
+		CHECK(mw != NULL, "alloc_mw");
+		CHECK(bind2(&p, mw, IBV_ACCESS_LOCAL_WRITE |
+			    IBV_ACCESS_REMOTE_READ, api) == IBV_WC_SUCCESS,
+		      "type 2 bind with LOCAL_WRITE (%s)",
+		      api ? "ibv_wr_bind_mw" : "ibv_post_send");
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc");
+		/* A bit that is no right at all is still an error. */
+		mw = ibv_alloc_mw(p.pd, IBV_MW_TYPE_2);
+		CHECK(mw != NULL, "alloc_mw");
+		CHECK(bind2(&p, mw, 1u << 20, api) == IBV_WC_MW_BIND_ERR,
+		      "bind with an unknown bit");
+		CHECK(ibv_dealloc_mw(mw) == 0, "dealloc");
+		pair_close(&p);
+	}
+}
+
+/* ibv_create_qp_ex: zero-valued fields of known bits are accepted. */
+static void
+create_qp_ex_comp_mask(void)
+{
+	static const enum ibv_qp_type types[] = {
+		IBV_QPT_RC, IBV_QPT_UC, IBV_QPT_UD };
+	struct pair p;
+	uint32_t t;
+
+	pair_open(&p, &rc);
+	for (t = 0; t < DIM(types); t++) {
+		struct ibv_qp_init_attr_ex ia = {
+			.send_cq = p.cq[0], .recv_cq = p.cq[0],
+			.qp_type = types[t],
+			.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.comp_mask = IBV_QP_INIT_ATTR_PD |
+				IBV_QP_INIT_ATTR_XRCD |
+				IBV_QP_INIT_ATTR_CREATE_FLAGS |
+				IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				IBV_QP_INIT_ATTR_IND_TABLE |
+				IBV_QP_INIT_ATTR_RX_HASH,
+			.pd = p.pd,
+		};
+		struct ibv_qp *qp = ibv_create_qp_ex(p.ctx, &ia);
+
+		CHECK(qp != NULL, "type %d with zero fields: errno %d",
+		      types[t], errno);
+		CHECK(ibv_destroy_qp(qp) == 0, "destroy");
+		ia.create_flags = IBV_QP_CREATE_BLOCK_SELF_MCAST_LB;
+		errno = 0;
+		CHECK(ibv_create_qp_ex(p.ctx, &ia) == NULL &&
+		      errno == EOPNOTSUPP, "a create flag: errno %d", errno);
+		ia.create_flags = 0;
+		ia.max_tso_header = 64;
+		errno = 0;
+		CHECK(ibv_create_qp_ex(p.ctx, &ia) == NULL &&
+		      errno == EOPNOTSUPP, "TSO: errno %d", errno);
+		ia.max_tso_header = 0;
+		ia.comp_mask |= 1u << 20;
+		errno = 0;
+		CHECK(ibv_create_qp_ex(p.ctx, &ia) == NULL && errno == EINVAL,
+		      "unknown comp_mask bit: errno %d", errno);
+	}
+	pair_close(&p);
+}
+
+/*
+ * ibv_resize_cq(3): completions owed for work already posted count as
+ * held, produced or not. Sends to a peer that never answers stay owed.
+ */
+static void
+resize_cq_counts_owed(void)
+{
+	struct pair_opts o = rc;
+	struct ibv_sge sge;
+	struct pair p;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	int i;
+
+	o.timeout = 20;			/* 4.3 s: still owed at the end */
+	pair_open(&p, &o);
+	cq = ibv_create_cq(p.ctx, 32, NULL, NULL, 0);
+	CHECK(cq != NULL, "create_cq");
+	ia.send_cq = ia.recv_cq = cq;
+	qp = ibv_create_qp(p.pd, &ia);
+	CHECK(qp != NULL, "create_qp");
+	qp_connect(qp, 0x99, &o, p.mtu, 0, 0);	/* nobody has QP 0x99 */
+	sge = (struct ibv_sge){ (uintptr_t)p.buf, 64, p.mr->lkey };
+	for (i = 0; i < 8; i++) {
+		struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge,
+					  .num_sge = 1, .opcode = IBV_WR_SEND },
+			*bad;
+
+		CHECK(ibv_post_send(qp, &wr, &bad) == 0, "post");
+		/* At once, before the engine may have looked. */
+		if (i + 1 > 4)
+			CHECK(ibv_resize_cq(cq, 4) == EINVAL,
+			      "shrunk to 4 below %d owed sends", i + 1);
+	}
+	for (i = 0; i < 8; i++) {
+		struct ibv_recv_wr rwr = { .wr_id = 100 + i, .sg_list = &sge,
+					   .num_sge = 1 }, *bad;
+
+		CHECK(ibv_post_recv(qp, &rwr, &bad) == 0, "post_recv");
+	}
+	CHECK(ibv_resize_cq(cq, 8) == EINVAL, "below 8 sends + 8 receives");
+	CHECK(ibv_resize_cq(cq, 16) == 0, "room for all 16");
+	CHECK(ibv_destroy_qp(qp) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+	pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -377,5 +542,8 @@ main(void)
 	RUN(zero_length_wr_api);
 	RUN(zero_length_ud);
 	RUN(rd_atomic_128);
+	RUN(mw2_bind_ignores_local_bits);
+	RUN(create_qp_ex_comp_mask);
+	RUN(resize_cq_counts_owed);
 	CHECK_DONE();
 }

@@ -421,8 +421,21 @@ mw1_bind_rules(void)
 				IBV_ACCESS_REMOTE_READ), "past the MR");
 	expect_bind_error(bind1(mw, p.mr, va(0) - 1, 16,
 				IBV_ACCESS_REMOTE_READ), "before the MR");
-	expect_bind_error(bind1(mw, p.mr, va(DST), 64, IBV_ACCESS_LOCAL_WRITE),
-			  "local write is no window right");
+	expect_bind_error(bind1(mw, p.mr, va(DST), 64, 1u << 20),
+			  "a bit that is no access right");
+	/* Issue 15: local bits mean nothing for a window and are ignored,
+	 * as rxe and mlx5 do: the bind succeeds, and only the remote
+	 * rights asked for are granted.
+	 */
+	CHECK(bind1(mw, p.mr, va(DST), 64, IBV_ACCESS_LOCAL_WRITE |
+		    IBV_ACCESS_REMOTE_READ) == IBV_WC_SUCCESS,
+	      "bind with LOCAL_WRITE beside REMOTE_READ");
+	CHECK(remote_read(va(DST), 64, mw->rkey) == IBV_WC_SUCCESS,
+	      "read through it");
+	CHECK(bind1(mw, p.mr, va(DST), 64, IBV_ACCESS_LOCAL_WRITE) ==
+	      IBV_WC_SUCCESS, "bind with LOCAL_WRITE only");
+	expect_rejected(remote_read(va(DST), 8, mw->rkey),
+			"a window with local bits only grants nothing");
 	/* A read-only MR still backs a read window. */
 	CHECK(bind1(mw, ro, va(DST), 64, IBV_ACCESS_REMOTE_READ) ==
 	      IBV_WC_SUCCESS, "read window on a read-only MR");

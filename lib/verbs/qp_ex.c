@@ -15,7 +15,6 @@
 
 #include "verbs_priv.h"
 
-#define QP_EX_COMP_MASK	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
 
 /* send_ops_flags this QP can honour, as the WR opcode each one posts. */
 static const struct {
@@ -409,11 +408,42 @@ check_send_ops(enum ibv_qp_type type, uint64_t flags)
 	return flags != 0 ? EOPNOTSUPP : 0;
 }
 
+/*
+ * Every comp_mask bit rdma-core 44 knows is accepted when its field asks
+ * for nothing dpib lacks (programs often pass the mask with zero values);
+ * a real request for XRC, create flags, TSO or RSS is EOPNOTSUPP, a bit
+ * rdma-core does not know EINVAL.
+ */
+static int
+check_comp_mask(const struct ibv_qp_init_attr_ex *attr)
+{
+	const uint32_t known = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD |
+		IBV_QP_INIT_ATTR_CREATE_FLAGS | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+		IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH |
+		IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	uint32_t m = attr->comp_mask;
+
+	if (m & ~known)
+		return EINVAL;
+	if (((m & IBV_QP_INIT_ATTR_XRCD) && attr->xrcd != NULL) ||
+	    ((m & IBV_QP_INIT_ATTR_CREATE_FLAGS) && attr->create_flags != 0) ||
+	    ((m & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) &&
+	     attr->max_tso_header != 0) ||
+	    ((m & IBV_QP_INIT_ATTR_IND_TABLE) && attr->rwq_ind_tbl != NULL) ||
+	    ((m & IBV_QP_INIT_ATTR_RX_HASH) &&
+	     (attr->rx_hash_conf.rx_hash_function != 0 ||
+	      attr->rx_hash_conf.rx_hash_fields_mask != 0)))
+		return EOPNOTSUPP;
+	return 0;
+}
+
 static int
 check_init(struct ibv_context *ctx, const struct ibv_qp_init_attr_ex *attr)
 {
-	if (attr->comp_mask & ~(uint32_t)QP_EX_COMP_MASK)
-		return EOPNOTSUPP;	/* XRC, create flags, TSO, RSS */
+	int err = check_comp_mask(attr);
+
+	if (err)
+		return err;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL ||
 	    attr->pd->context != ctx)
 		return EINVAL;

@@ -173,6 +173,53 @@ struct cq_resize {
 };
 
 /*
+ * Engine: the completions @cq owes for work already posted - signalled
+ * send WQEs not yet completed, receive WQEs not yet consumed (an SRQ's
+ * counted once) - which ibv_resize_cq(3) must leave room for whether or
+ * not the engine has produced them yet.
+ */
+static uint64_t
+cq_owed(struct ib_cq *cq)
+{
+	struct ib_dev *dev = cq->dev;
+	struct ib_srq *seen[16];
+	uint32_t nseen = 0, qpn, idx, j;
+	uint64_t owed = 0;
+
+	for (qpn = 0; qpn < IB_MAX_QP; qpn++) {
+		struct ib_qp *qp = __atomic_load_n(&dev->qp_tbl[qpn],
+						   __ATOMIC_ACQUIRE);
+		uint32_t prod;
+
+		if (qp == NULL)
+			continue;
+		if (qp->scq == cq) {
+			prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
+			for (idx = qp->comp.wqe_idx; idx != prod; idx++)
+				owed += !!(sq_wqe(qp, idx)->flags &
+					   IBV_SEND_SIGNALED);
+		}
+		if (qp->rcq != cq)
+			continue;
+		owed += qp->resp.have_rwqe;
+		if (qp->srq == NULL) {
+			owed += __atomic_load_n(&qp->rq.prod,
+						__ATOMIC_ACQUIRE) - qp->rq.cons;
+			continue;
+		}
+		for (j = 0; j < nseen && seen[j] != qp->srq; j++)
+			;
+		if (j < nseen)
+			continue;
+		if (nseen < RTE_DIM(seen))
+			seen[nseen++] = qp->srq;
+		owed += __atomic_load_n(&qp->srq->q.prod, __ATOMIC_ACQUIRE) -
+			qp->srq->q.cons;
+	}
+	return owed;
+}
+
+/*
  * Engine: move the pending entries and their stamps into the new ring and
  * switch. All the published entries: the consumer's copy of prod may be
  * stale, and what it has not seen yet would be lost.
@@ -186,7 +233,7 @@ cq_resize_apply(void *arg)
 
 	n = __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) - cq->q.cons;
 
-	if (n > r->q.size) {
+	if (n + cq_owed(cq) > r->q.size) {
 		r->err = EINVAL;
 		return;
 	}

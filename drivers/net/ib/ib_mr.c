@@ -535,6 +535,10 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	if (k == NULL || k->kind != IB_KEY_MW || (w->rkey >> 8) != (k->key >> 8))
 		return IBV_WC_MW_BIND_ERR;
 	mw = container_of(k, struct ib_mw, k);
+	/* Local rights mean nothing for a window: ignored, as rxe and mlx5
+	 * do; only remote rights the MR cannot back are errors.
+	 */
+	access &= ~IBV_ACCESS_LOCAL_WRITE;
 	if (mw->ibv.pd != qp->ibv.pd || (access & ~MW_ACCESS))
 		return IBV_WC_MW_BIND_ERR;
 	/* Type 2: free, with an MR, and a new tag, so that no reference to
