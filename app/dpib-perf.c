@@ -112,7 +112,13 @@ qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
 	a.dest_qp_num = dest;
 	a.max_dest_rd_atomic = 16;
 	a.min_rnr_timer = 1;
+	/* RoCE addresses by GID: the device itself, GID 0. */
 	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	err = ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid);
+	if (err)
+		die("ibv_query_gid", err);
 	err = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);

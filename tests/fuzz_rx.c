@@ -557,7 +557,12 @@ modify(struct fq *q, enum ibv_qp_state to)
 		a.path_mtu = IBV_MTU_1024;	/* as in the rxe captures */
 		a.dest_qp_num = q->dest_qpn;
 		a.rq_psn = q->rq_psn;
+		/* RoCE: a GRH to the device's own GID 0 (IPv4-mapped). */
 		a.ah_attr.port_num = 1;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.grh.hop_limit = 64;
+		if (ibv_query_gid(q->qp->context, 1, 0, &a.ah_attr.grh.dgid))
+			abort();
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			IBV_QP_RQ_PSN;
 		if (q->type == IBV_QPT_RC) {

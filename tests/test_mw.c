@@ -714,7 +714,7 @@ uc_opcode_rules(void)
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = p.mtu;
 	a.dest_qp_num = uc->qp_num;
-	a.ah_attr.port_num = 1;
+	ah_self(uc->context, &a.ah_attr);
 	CHECK(ibv_modify_qp(uc, &a, IBV_QP_STATE | IBV_QP_AV |
 			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			    IBV_QP_RQ_PSN) == 0, "RTR");

@@ -47,13 +47,20 @@ modify_to_rts(struct ibv_qp *qp, uint8_t port, uint16_t dlid,
 		.max_dest_rd_atomic     = 0,
 		.min_rnr_timer          = 0,
 		.ah_attr                = {
-			.is_global          = 0,
+			.is_global          = 1,
 			.dlid               = dlid,
 			.sl                 = 0,
 			.src_path_bits      = 0,
 			.port_num           = port,
 		},
 	};
+	/* The document's program addresses by LID (InfiniBand); on a RoCE
+	 * port the AV needs a GRH with the peer's GID, as on rxe and mlx5:
+	 * here the device's own GID 0.
+	 */
+	rtr_attr.ah_attr.grh.hop_limit = 64;
+	ret = ibv_query_gid(qp->context, port, 0, &rtr_attr.ah_attr.grh.dgid);
+	CHECK(ret == 0, "ibv_query_gid: %d", ret);
 
 	ret = ibv_modify_qp(qp, &rtr_attr,
 			    IBV_QP_STATE|IBV_QP_AV|IBV_QP_PATH_MTU|IBV_QP_DEST_QPN|IBV_QP_RQ_PSN|IBV_QP_MAX_DEST_RD_ATOMIC|IBV_QP_MIN_RNR_TIMER);

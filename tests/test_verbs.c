@@ -104,7 +104,7 @@ connect_qp(struct ibv_qp *qp, uint32_t dest)
 		a.path_mtu = IBV_MTU_1024;
 		a.dest_qp_num = dest;
 		a.rq_psn = 100;
-		a.ah_attr.port_num = 1;
+		ah_self(qp->context, &a.ah_attr);
 		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
 				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				    IBV_QP_RQ_PSN) == 0, "UC RTR");
@@ -335,7 +335,7 @@ async_comm_est(void)
 		x.dest_qp_num = a->qp_num;
 		x.rq_psn = 100;
 		x.max_dest_rd_atomic = 1;
-		x.ah_attr.port_num = 1;
+		ah_self(b->context, &x.ah_attr);
 		CHECK(ibv_modify_qp(b, &x, IBV_QP_STATE | IBV_QP_AV |
 				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
@@ -838,7 +838,7 @@ post_send_in_init_and_rtr(void)
 	x.qp_state = IBV_QPS_RTR;
 	x.path_mtu = IBV_MTU_1024;
 	x.dest_qp_num = a->qp_num;
-	x.ah_attr.port_num = 1;
+	ah_self(a->context, &x.ah_attr);
 	CHECK(ibv_modify_qp(a, &x, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,

@@ -839,6 +839,7 @@ ud_addr_in_either_order(void)
 	struct ibv_wc wc;
 	int i;
 
+	ah_self(P.ctx, &aa);
 	CHECK(cq != NULL, "create_cq");
 	s = ud_qp(cq);
 	r = ud_qp(cq);

@@ -141,6 +141,21 @@ pair_open_ex(struct pair *p, const struct pair_opts *o, uint64_t wc_flags,
 	}
 }
 
+/*
+ * An address vector to this device itself: RoCE addresses by GID, so the
+ * GRH is required (ibv_create_ah and ibv_modify_qp refuse an AV without
+ * one with EINVAL, as rxe and mlx5 do).
+ */
+static inline void
+ah_self(struct ibv_context *ctx, struct ibv_ah_attr *ah)
+{
+	ah->is_global = 1;
+	ah->port_num = 1;
+	ah->grh.hop_limit = 64;
+	ah->grh.sgid_index = 0;
+	CHECK(ibv_query_gid(ctx, 1, 0, &ah->grh.dgid) == 0, "GID 0");
+}
+
 static inline void
 qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
 	   enum ibv_mtu mtu, uint32_t rq_psn, uint32_t sq_psn)
@@ -162,7 +177,7 @@ qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
 	a.rq_psn = rq_psn;
 	a.max_dest_rd_atomic = o->max_rd_atomic;
 	a.min_rnr_timer = o->min_rnr_timer;
-	a.ah_attr.port_num = 1;
+	ah_self(qp->context, &a.ah_attr);
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);

@@ -152,6 +152,7 @@ dpib_exit(void)
 	if (getpid() != init_pid)	/* a forked child: not ours */
 		return;
 	ib_engine_shutdown();
+	ib_mem_exiting();
 	RTE_ETH_FOREACH_DEV(port) {
 		rte_eth_dev_stop(port);
 		rte_eth_dev_close(port);

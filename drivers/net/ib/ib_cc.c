@@ -52,6 +52,7 @@ ib_cc_init(struct ib_qp *qp)
 	qp->cc.backoff = 0;
 	qp->cc.lossy = 0;
 	qp->cc.armed = 0;
+	qp->cc.recover_set = 0;
 	qp->cc.rto_min = rte_get_tsc_hz() / 1000000 * IB_RTO_MIN_US;
 }
 
@@ -151,11 +152,21 @@ ib_cc_loss(struct ib_qp *qp, int timeout)
 	if (r->cwnd == IB_CWND_OFF)
 		return;
 	r->lossy = 1;
+	r->probe_tsc = 0;	/* a resent PSN would time the wrong packet */
+	r->armed = 0;
+	/*
+	 * One cut per loss episode: losses of what was already in flight
+	 * when the window was cut (until that is acknowledged) say nothing
+	 * new about the path. A timeout always cuts.
+	 */
+	if (!timeout && r->recover_set &&
+	    psn_diff(qp->comp.acked_psn, r->recover) < 0)
+		return;
+	r->recover = qp->req.max_psn;
+	r->recover_set = 1;
 	r->ssthresh = half;
 	r->cwnd = timeout ? IB_CWND_MIN : half;
 	r->cwnd_acc = 0;
-	r->probe_tsc = 0;	/* a resent PSN would time the wrong packet */
-	r->armed = 0;
 	ib_count(qp->dev, timeout ? IB_CNT_CWND_TIMEOUT : IB_CNT_CWND_CUT);
 }
 

@@ -323,6 +323,8 @@ struct ib_cc {
 	uint64_t srtt, rttvar;	/* smoothed RTT and its deviation (TSC) */
 	uint64_t early;		/* early resend due (TSC), 0: none */
 	uint64_t rto_min;	/* IB_RTO_MIN_US in TSC */
+	uint32_t recover;	/* no second cut before this PSN is acked */
+	uint8_t recover_set;
 };
 
 struct ib_comp {
@@ -690,6 +692,7 @@ ib_cc_open(const struct ib_qp *qp)
 
 /* ib_memhook.c: registered memory and the address space */
 int ib_mem_hooked(void);
+void ib_mem_exiting(void);
 int ib_mem_mapped(uintptr_t lo, uintptr_t hi, int write);
 int ib_mem_track(struct ib_mr *mr);
 void ib_mem_untrack(struct ib_mr *mr);

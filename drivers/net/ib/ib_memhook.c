@@ -52,6 +52,7 @@ static struct {
 } reg = { .lock = RTE_SPINLOCK_INITIALIZER };
 
 static int hooks_on;
+static int exiting;		/* the engine stopped: nothing to protect */
 
 /* The range an MR's registry entry covers (a rereg may widen it). */
 static inline int
@@ -87,7 +88,8 @@ ranges_die(uintptr_t lo, uintptr_t hi)
 	uint32_t i, j, ndev = 0;
 	int all = 0;
 
-	if (__atomic_load_n(&reg.n, __ATOMIC_ACQUIRE) == 0 || lo >= hi)
+	if (__atomic_load_n(&reg.n, __ATOMIC_ACQUIRE) == 0 || lo >= hi ||
+	    __atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
 		return;
 	rte_spinlock_lock(&reg.lock);
 	if (hi <= reg.lo || lo >= reg.hi) {
@@ -251,6 +253,17 @@ hooks_install(void)
 	IB_LOG(WARNING, "no memory hooks on this architecture");
 }
 #endif
+
+/*
+ * The process is exiting and the engine has stopped: no copy can run any
+ * more, and the MRs' own memory may be torn down under the table, so the
+ * wrappers only make their system calls from now on.
+ */
+void
+ib_mem_exiting(void)
+{
+	__atomic_store_n(&exiting, 1, __ATOMIC_RELEASE);
+}
 
 /* Were libc's memory calls redirected (tests ask before relying on it)? */
 int

@@ -220,8 +220,8 @@ dst_mac(struct ib_dev *dev, struct ib_encap *h, struct rte_ether_addr *mac)
 /*
  * Resolve an address vector into a header template. The source GID
  * (grh.sgid_index) chooses IPv4 or IPv6, and the destination must be of
- * the same family. Without a GRH the destination is this device itself
- * (loopback only). The flow label is taken as given: 0 stays 0.
+ * the same family; an AV without a GRH has no address on RoCE (EINVAL).
+ * The flow label is taken as given: 0 stays 0.
  */
 int
 ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
@@ -232,23 +232,19 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	struct rte_udp_hdr *udp;
 	uint8_t hop = 64, tclass = 0, sidx = 0;
 
-	/* RoCE addresses by GID: only the loopback device, whose one
-	 * destination is itself, lets a program leave the GRH out.
+	/* RoCE addresses by GID: an AV without a GRH is EINVAL (rxe and
+	 * mlx5 refuse it too, at ibv_create_ah and at ibv_modify_qp).
 	 */
-	if (!ah->is_global && !dev->conf.loopback)
+	if (!ah->is_global)
 		return EINVAL;
 	if (dev->ngid == 0)
 		return EINVAL;
 	memset(h, 0, sizeof(*h));
-	if (ah->is_global) {
-		sidx = ah->grh.sgid_index;
-		dgid = &ah->grh.dgid;
-		if (ah->grh.hop_limit > 1)
-			hop = ah->grh.hop_limit;
-		tclass = ah->grh.traffic_class;
-	} else {
-		dgid = &dev->gid[0];
-	}
+	sidx = ah->grh.sgid_index;
+	dgid = &ah->grh.dgid;
+	if (ah->grh.hop_limit > 1)
+		hop = ah->grh.hop_limit;
+	tclass = ah->grh.traffic_class;
 	if (sidx >= dev->ngid)
 		return EINVAL;
 	sgid = &dev->gid[sidx];
@@ -266,8 +262,7 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		struct rte_ipv6_hdr *ip6 = (void *)(h->b + h->ip_off);
 
 		ip6->vtc_flow = rte_cpu_to_be_32(6u << 28 |
-			(uint32_t)tclass << 20 |
-			(ah->is_global ? ah->grh.flow_label & 0xfffff : 0));
+			(uint32_t)tclass << 20 | (ah->grh.flow_label & 0xfffff));
 		ip6->proto = IPPROTO_UDP;
 		ip6->hop_limits = hop;
 		memcpy(&ip6->src_addr, sgid->raw, 16);
