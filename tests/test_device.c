@@ -112,7 +112,26 @@ query_device_port_gid_pkey(void)
 	CHECK(ibv_query_gid_ex(P.ctx, 1, 0, &ge, 0) == 0, "query_gid_ex");
 	CHECK(ge.gid_type == IBV_GID_TYPE_ROCE_V2, "gid type %u", ge.gid_type);
 	CHECK(!memcmp(&ge.gid, &gid, sizeof(gid)), "gid_ex differs");
-	CHECK(ibv_query_gid(P.ctx, 1, 1, &gid) != 0, "GID index 1 exists");
+	/* Issue 15: a table with room; entry 1 is empty (zero GID), and
+	 * an AV naming it has no source address.
+	 */
+	CHECK(pa.gid_tbl_len == 16, "gid_tbl_len %d", pa.gid_tbl_len);
+	CHECK(ibv_query_gid(P.ctx, 1, 1, &gid) == 0 &&
+	      gid.global.interface_id == 0 && gid.global.subnet_prefix == 0,
+	      "GID index 1 not empty");
+	CHECK(ibv_query_gid_ex(P.ctx, 1, 1, &ge, 0) == ENODATA,
+	      "query_gid_ex of an empty entry");
+	CHECK(ibv_query_gid(P.ctx, 1, 16, &gid) != 0 && errno == EINVAL,
+	      "GID index 16 exists");
+	{
+		struct ibv_ah_attr aa = { .port_num = 1 };
+
+		ah_self(P.ctx, &aa);
+		aa.grh.sgid_index = 1;
+		errno = 0;
+		CHECK(ibv_create_ah(P.pd, &aa) == NULL && errno == EINVAL,
+		      "AH from an empty GID entry: errno %d", errno);
+	}
 
 	CHECK(ibv_query_pkey(P.ctx, 1, 0, &pkey) == 0, "query_pkey");
 	CHECK(ntohs(pkey) == 0xffff, "pkey %x", ntohs(pkey));

@@ -99,17 +99,26 @@ gid_table(void)
 	int type;
 
 	CHECK(ibv_query_port(p.ctx, 1, &pa) == 0, "query_port");
-	CHECK(pa.gid_tbl_len == 2, "gid_tbl_len %d", pa.gid_tbl_len);
+	CHECK(pa.gid_tbl_len == 16, "gid_tbl_len %d", pa.gid_tbl_len);
 	CHECK(ibv_query_gid(p.ctx, 1, 0, &gid[0]) == 0, "gid 0");
 	CHECK(ibv_query_gid(p.ctx, 1, 1, &gid[1]) == 0, "gid 1");
-	CHECK(ibv_query_gid(p.ctx, 1, 2, &g) != 0 && errno == EINVAL,
-	      "gid 2 exists");
+	/* Issue 15: entry 2 is empty: the zero GID, ENODATA from _ex. */
+	memset(&g, 0xaa, sizeof(g));
+	CHECK(ibv_query_gid(p.ctx, 1, 2, &g) == 0 &&
+	      g.global.subnet_prefix == 0 && g.global.interface_id == 0,
+	      "empty gid 2");
+	CHECK(ibv_query_gid_ex(p.ctx, 1, 2, &ent[0], 0) == ENODATA,
+	      "query_gid_ex of an empty entry");
+	CHECK(ibv_query_gid(p.ctx, 1, 16, &g) != 0 && errno == EINVAL,
+	      "gid 16 exists");
 	CHECK(gid[0].raw[10] == 0xff && gid[0].raw[11] == 0xff &&
 	      gid[0].raw[12] == 192 && gid[0].raw[15] == 1, "gid 0 not ::ffff:192.0.2.1");
 	inet_pton(AF_INET6, "2001:db8::1", v6);
 	CHECK(memcmp(gid[1].raw, v6, 16) == 0, "gid 1 not 2001:db8::1");
 	CHECK(ibv_query_gid_type(p.ctx, 1, 1, &type) == 0, "gid_type 1");
-	CHECK(ibv_query_gid_type(p.ctx, 1, 2, &type) != 0, "gid_type 2");
+	CHECK(ibv_query_gid_type(p.ctx, 1, 2, &type) == 0 && type == 0,
+	      "gid_type of an empty entry");
+	CHECK(ibv_query_gid_type(p.ctx, 1, 16, &type) != 0, "gid_type 16");
 	CHECK(ibv_query_gid_ex(p.ctx, 1, 1, &ent[0], 0) == 0 &&
 	      ent[0].gid_index == 1 && ent[0].gid_type == IBV_GID_TYPE_ROCE_V2 &&
 	      memcmp(ent[0].gid.raw, v6, 16) == 0, "query_gid_ex 1");

@@ -210,11 +210,15 @@ ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
 {
 	struct ib_dev *hw = ctx_hw(ctx);
 
-	if (port != 1 || index < 0 || (uint32_t)index >= hw->ngid) {
+	if (port != 1 || index < 0 || index >= IB_GID_TBL_LEN) {
 		errno = EINVAL;
 		return -1;
 	}
-	*gid = hw->gid[index];
+	/* An empty entry reads as the zero GID, as rdma-core answers. */
+	if ((uint32_t)index >= hw->ngid)
+		memset(gid, 0, sizeof(*gid));
+	else
+		*gid = hw->gid[index];
 	return 0;
 }
 
@@ -224,9 +228,11 @@ _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 {
 	struct ib_dev *hw = ctx_hw(ctx);
 
-	if (port != 1 || index >= hw->ngid || flags != 0 ||
+	if (port != 1 || index >= IB_GID_TBL_LEN || flags != 0 ||
 	    size < sizeof(struct ibv_gid_entry))
 		return EINVAL;
+	if (index >= hw->ngid)
+		return ENODATA;		/* an empty entry */
 	memset(entry, 0, size);
 	entry->gid = hw->gid[index];
 	entry->gid_index = index;
@@ -240,11 +246,12 @@ int
 ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 		   int *type)
 {
-	if (port != 1 || index >= ctx_hw(ctx)->ngid) {
+	if (port != 1 || index >= IB_GID_TBL_LEN) {
 		errno = EINVAL;
 		return -1;
 	}
-	*type = GID_TYPE_SYSFS_ROCE_V2;
+	/* An empty entry: what rdma-core reports for one (RoCE v1). */
+	*type = index < ctx_hw(ctx)->ngid ? GID_TYPE_SYSFS_ROCE_V2 : 0;
 	return 0;
 }
 

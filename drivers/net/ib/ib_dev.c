@@ -297,7 +297,7 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	a->phys_state = link.link_status ? 5 : 3;	/* LinkUp : Disabled */
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = dev->active_mtu;
-	a->gid_tbl_len = dev->ngid;
+	a->gid_tbl_len = IB_GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_CM_SUP;
 	a->max_msg_sz = IB_MAX_MSG_SZ;
 	a->bad_pkey_cntr = 0;

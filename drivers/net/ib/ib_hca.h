@@ -57,6 +57,12 @@ extern int ib_logtype_dp;
 /* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */
 #define IB_HDR_MAX		(RTE_ETHER_HDR_LEN + 4 + 40 + 8)
 #define IB_MAX_GID		2	/* IPv4-mapped, then IPv6 */
+/*
+ * The GID table a port reports: more entries than it fills, as hardware
+ * has; the unused ones read as the zero GID (ibv_query_gid) or ENODATA
+ * (ibv_query_gid_ex), so programs see how an empty entry answers.
+ */
+#define IB_GID_TBL_LEN		16
 
 struct ib_dev;
 struct ib_engine;
