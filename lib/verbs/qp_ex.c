@@ -215,7 +215,7 @@ wr_set_inline_data_list(struct ibv_qp_ex *qpx, size_t num_buf,
 		total += buf_list[i].length;
 	}
 	/* ib_post_send_stage copies it on into the SQ slot as inline data;
-	 * with no bytes there is no SGE (length 0 would mean 2^31).
+	 * with no bytes there is no SGE.
 	 */
 	b->inline_sge.addr = (uintptr_t)b->inline_data;
 	b->inline_sge.length = total;
