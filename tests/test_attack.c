@@ -404,7 +404,20 @@ headers_checked(void)
 
 		memcpy(f + n - 4, &crc, 4);
 	}
-	expect_dropped(f, n, "rx_drop_bad_pkey");
+	{
+		struct ibv_port_attr pa0, pa1;
+		struct ibv_device_attr da;
+
+		CHECK(ibv_query_port(w.ctx, 1, &pa0) == 0, "query_port");
+		expect_dropped(f, n, "rx_drop_bad_pkey");
+		CHECK(ibv_query_port(w.ctx, 1, &pa1) == 0, "query_port");
+		CHECK(pa1.bad_pkey_cntr == pa0.bad_pkey_cntr + 1,
+		      "bad_pkey_cntr %u -> %u", pa0.bad_pkey_cntr,
+		      pa1.bad_pkey_cntr);
+		CHECK(ibv_query_device(w.ctx, &da) == 0 &&
+		      (da.device_cap_flags & IBV_DEVICE_BAD_PKEY_CNTR),
+		      "IBV_DEVICE_BAD_PKEY_CNTR");
+	}
 	n = req(f, IB_RC_WRITE_ONLY, ext, 16, pay, 64);
 	f[42 + 1] |= 1;			/* TVer 1 */
 	{
@@ -459,7 +472,16 @@ ud_wrong_qkey(void)
 	memset(pay, 0xee, sizeof(pay));
 	n = frame(f, htonl(INADDR_LOOPBACK), IB_UD_SEND_ONLY, ud->qp_num, 0,
 		  deth, 8, pay, sizeof(pay));
-	expect_dropped(f, n, "rx_drop_bad_qkey");
+	{
+		struct ibv_port_attr pa0, pa1;
+
+		CHECK(ibv_query_port(w.ctx, 1, &pa0) == 0, "query_port");
+		expect_dropped(f, n, "rx_drop_bad_qkey");
+		CHECK(ibv_query_port(w.ctx, 1, &pa1) == 0, "query_port");
+		CHECK(pa1.qkey_viol_cntr == pa0.qkey_viol_cntr + 1,
+		      "qkey_viol_cntr %u -> %u", pa0.qkey_viol_cntr,
+		      pa1.qkey_viol_cntr);
+	}
 	CHECK(!poll_one(w.cq[1], &wc, 0.05), "a receive completed");
 	CHECK(ibv_destroy_qp(ud) == 0, "destroy");
 }

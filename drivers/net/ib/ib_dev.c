@@ -230,6 +230,9 @@ ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *a)
 	a->max_qp = IB_MAX_QP - IB_QPN_BASE;
 	a->max_qp_wr = IB_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      /* ibv_query_port counts them (rx drops). */
+			      IBV_DEVICE_BAD_PKEY_CNTR |
+			      IBV_DEVICE_BAD_QKEY_CNTR |
 			      IBV_DEVICE_PORT_ACTIVE_EVENT |
 			      IBV_DEVICE_CURR_QP_STATE_MOD |
 			      /* Type 1 windows, and type 2 windows checked
@@ -300,8 +303,11 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	a->gid_tbl_len = IB_GID_TBL_LEN;
 	a->port_cap_flags = IBV_PORT_CM_SUP;
 	a->max_msg_sz = IB_MAX_MSG_SZ;
-	a->bad_pkey_cntr = 0;
-	a->qkey_viol_cntr = 0;
+	/* The port's 16-bit-wide counters of IBA 16.1 stop at their top. */
+	a->bad_pkey_cntr = RTE_MIN(dev->cnt[IB_CNT_RX_BAD_PKEY],
+				   (uint64_t)UINT16_MAX);
+	a->qkey_viol_cntr = RTE_MIN(dev->cnt[IB_CNT_RX_BAD_QKEY],
+				    (uint64_t)UINT16_MAX);
 	a->pkey_tbl_len = 1;
 	a->lid = 0;
 	a->sm_lid = 0;
