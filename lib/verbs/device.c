@@ -277,6 +277,7 @@ dpib_counters(struct ibv_context *ctx, const char *const **names,
 
 	if (names != NULL)
 		*names = ib_counter_names;
+	ib_dev_port_stats(hw);
 	for (i = 0; values != NULL && i < n && i < IB_CNT_NUM; i++)
 		values[i] = __atomic_load_n(&hw->cnt[i], __ATOMIC_RELAXED);
 	return IB_CNT_NUM;

@@ -62,6 +62,7 @@ tel_counters(const char *cmd, const char *params, struct rte_tel_data *t)
 	if (hw == NULL)
 		return -EINVAL;
 	rte_tel_data_start_dict(t);
+	ib_dev_port_stats(hw);
 	for (i = 0; i < IB_CNT_NUM; i++)
 		rte_tel_data_add_dict_u64(t, ib_counter_names[i],
 					  __atomic_load_n(&hw->cnt[i],

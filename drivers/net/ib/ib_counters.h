@@ -65,7 +65,11 @@
 	X(ND_RX_IGNORED,	"nd_rx_ignored") \
 	X(ND_SOLICIT_SENT,	"nd_solicitation_sent") \
 	X(ND_ADVERT_SENT,	"nd_advertisement_sent") \
-	X(ND_FAILED,		"nd_resolve_failed")
+	X(ND_FAILED,		"nd_resolve_failed") \
+	X(PORT_RX_MISSED,	"port_rx_missed") \
+	X(PORT_RX_NOMBUF,	"port_rx_no_mbuf") \
+	X(PORT_RX_ERRORS,	"port_rx_errors") \
+	X(PORT_TX_ERRORS,	"port_tx_errors")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

@@ -45,11 +45,34 @@ ib_mtu_from_eth(uint32_t eth_mtu)
 	return m;
 }
 
+/*
+ * net_af_packet's own default ring (512 frames of 2 KiB) is smaller than
+ * a burst of READ responses or a window of resends: the kernel drops what
+ * does not fit. Unless the devargs say otherwise, the ring holds
+ * IB_AF_PACKET_RING bytes of frames big enough for the configured MTU
+ * (framecnt, framesz and blocksz are net_af_packet's own keys).
+ */
+#define IB_AF_PACKET_RING	(8u << 20)
+
+static void
+af_packet_defaults(char *args, size_t len, uint32_t mtu)
+{
+	uint32_t framesz = rte_align32pow2(mtu + RTE_ETHER_HDR_LEN + 4 + 64);
+	uint32_t blocksz = RTE_MAX(framesz, 4096u);
+	size_t n = strlen(args);
+
+	if (strstr(args, "framecnt=") || strstr(args, "framesz=") ||
+	    strstr(args, "blocksz="))
+		return;		/* the user sized it */
+	snprintf(args + n, len - n, "%sblocksz=%u,framesz=%u,framecnt=%u",
+		 n ? "," : "", blocksz, framesz, IB_AF_PACKET_RING / framesz);
+}
+
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
 static int
-port_open(const char *spec, uint16_t *port_id)
+port_open(const char *spec, uint32_t mtu, uint16_t *port_id)
 {
-	char name[RTE_DEV_NAME_MAX_LEN];
+	char name[RTE_DEV_NAME_MAX_LEN], args[512];
 	const char *comma = strchr(spec, ',');
 	size_t n = comma ? (size_t)(comma - spec) : strlen(spec);
 
@@ -60,7 +83,10 @@ port_open(const char *spec, uint16_t *port_id)
 	if (rte_eth_dev_get_port_by_name(name, port_id) == 0)
 		return 0;
 	if (strncmp(name, "net_", 4) == 0) {
-		if (rte_vdev_init(name, comma ? comma + 1 : NULL) != 0)
+		snprintf(args, sizeof(args), "%s", comma ? comma + 1 : "");
+		if (strncmp(name, "net_af_packet", 13) == 0)
+			af_packet_defaults(args, sizeof(args), mtu);
+		if (rte_vdev_init(name, args) != 0)
 			return -ENODEV;
 	} else if (rte_dev_probe(spec) != 0) {
 		return -ENODEV;
@@ -146,7 +172,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 					    IB_MBUF_DATA, SOCKET_ID_ANY);
 	if (dev->db_ring == NULL || dev->pool == NULL || dev->inject == NULL)
 		goto err;
-	ret = port_open(conf->port, &dev->port_id);
+	ret = port_open(conf->port, conf->mtu, &dev->port_id);
 	if (ret != 0) {
 		IB_LOG(ERR, "%s: cannot open port '%s'", conf->name, conf->port);
 		goto err;
@@ -213,6 +239,27 @@ ib_dev_destroy(struct ib_dev *dev)
 	 * re-created under the same name within a process.
 	 */
 	rte_free(dev);
+}
+
+/*
+ * Control path: what the port itself says it lost (frames it had no room
+ * or no buffer for, receive and transmit errors), into the counters.
+ */
+void
+ib_dev_port_stats(struct ib_dev *dev)
+{
+	struct rte_eth_stats s;
+
+	if (rte_eth_stats_get(dev->port_id, &s) != 0)
+		return;
+	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_MISSED], s.imissed,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_NOMBUF], s.rx_nombuf,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_ERRORS], s.ierrors,
+			 __ATOMIC_RELAXED);
+	__atomic_store_n(&dev->cnt[IB_CNT_PORT_TX_ERRORS], s.oerrors,
+			 __ATOMIC_RELAXED);
 }
 
 int

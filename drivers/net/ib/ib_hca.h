@@ -643,6 +643,7 @@ int ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out);
 void ib_dev_destroy(struct ib_dev *dev);
 int ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *attr);
 int ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *attr);
+void ib_dev_port_stats(struct ib_dev *dev);
 enum ibv_mtu ib_mtu_from_eth(uint32_t eth_mtu);
 
 /* ib_mr.c */
