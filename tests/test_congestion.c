@@ -20,7 +20,7 @@
 #include <unistd.h>
 #include <rte_common.h>
 
-#include "verbs_util.h"
+#include "memif_pair.h"
 
 #define MSG		65536
 #define NQP		4
@@ -37,55 +37,26 @@ struct side {
 	union ibv_gid gid;
 };
 
+/* Each side's QPs: timeout 14 (67 ms), 16 READs either way. */
+static const struct pair_opts opts = {
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ,
+	.max_rd_atomic = RD_DEPTH, .min_rnr_timer = 1, .rnr_retry = 7,
+	.timeout = 14, .retry_cnt = 7,
+};
+
 static struct side S[2];
 static struct ibv_device **list;
 static uint8_t *buf;
 static size_t buflen = 2 * NQP * (size_t)DEPTH * MSG;
 static double rate_bytes, min_share, min_read_share;
-static char conf_path[64], sock_path[64];
-
-static void
-remove_files(void)
-{
-	unlink(conf_path);
-	unlink(sock_path);
-}
-
-/* dpib0 (server) and dpib1 (client) on one memif link. */
-static void
-write_config(void)
-{
-	FILE *f;
-
-	snprintf(conf_path, sizeof(conf_path), "/tmp/dpib-cc-%d.conf",
-		 getpid());
-	snprintf(sock_path, sizeof(sock_path), "/tmp/dpib-cc-%d.sock",
-		 getpid());
-	f = fopen(conf_path, "w");
-	CHECK(f != NULL, "config file");
-	fprintf(f, "[device dpib0]\nport = net_memif0,role=server,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n"
-		"[device dpib1]\nport = net_memif1,role=client,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n",
-		sock_path, sock_path);
-	fclose(f);
-	atexit(remove_files);
-	setenv("DPIB_CONF", conf_path, 1);
-}
 
 static void
 open_side(struct side *s, struct ibv_device *dev)
 {
-	struct ibv_port_attr pa;
-	double end = check_now() + 10;
-
-	s->ctx = ibv_open_device(dev);
-	s->pd = s->ctx ? ibv_alloc_pd(s->ctx) : NULL;
-	CHECK(s->pd != NULL, "open %s", ibv_get_device_name(dev));
-	do {
-		CHECK(ibv_query_port(s->ctx, 1, &pa) == 0, "query_port");
-	} while (pa.state != IBV_PORT_ACTIVE && check_now() < end);
-	CHECK(pa.state == IBV_PORT_ACTIVE, "port not active");
+	s->ctx = open_when_active(dev);
+	s->pd = ibv_alloc_pd(s->ctx);
+	CHECK(s->pd != NULL, "alloc_pd");
 	CHECK(ibv_query_gid(s->ctx, 1, 0, &s->gid) == 0, "gid");
 	s->mr = ibv_reg_mr(s->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE |
 			   IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
@@ -108,44 +79,6 @@ make_qp(struct side *s)
 	return qp;
 }
 
-/* Reset -> RTS toward @dest on the other side (timeout 14: 67 ms). */
-static void
-connect_to(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid)
-{
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
-	};
-
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.max_dest_rd_atomic = RD_DEPTH;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0, "RTR");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = RD_DEPTH;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0,
-	      "RTS");
-}
-
 struct stream {
 	struct ibv_qp *qp[2];		/* requester on side 0 */
 	uint64_t posted, done;
@@ -162,8 +95,10 @@ streams_open(int n)
 	for (i = 0; i < n; i++) {
 		st[i].qp[0] = make_qp(&S[0]);
 		st[i].qp[1] = make_qp(&S[1]);
-		connect_to(st[i].qp[0], st[i].qp[1]->qp_num, &S[1].gid);
-		connect_to(st[i].qp[1], st[i].qp[0]->qp_num, &S[0].gid);
+		qp_connect_to(st[i].qp[0], st[i].qp[1]->qp_num, &S[1].gid,
+			      &opts, IBV_MTU_1024, 0, 0);
+		qp_connect_to(st[i].qp[1], st[i].qp[0]->qp_num, &S[0].gid,
+			      &opts, IBV_MTU_1024, 0, 0);
 		st[i].posted = st[i].done = st[i].bytes_done = 0;
 	}
 }
@@ -369,7 +304,7 @@ main(int argc, char **argv)
 	CHECK(faults != NULL && (r = strstr(faults, "rate_mbps=")) != NULL,
 	      "DPIB_FAULTS must set rate_mbps");
 	rate_bytes = atof(r + strlen("rate_mbps=")) * 1e6 / 8;
-	write_config();
+	memif_pair_config("cc");
 	buf = aligned_alloc(4096, buflen);
 	CHECK(buf != NULL, "alloc");
 	memset(buf, 0, buflen);

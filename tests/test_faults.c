@@ -17,7 +17,7 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#include "verbs_util.h"
+#include "memif_pair.h"
 #include "dpib.h"
 
 #define NPAIRS		4
@@ -80,58 +80,12 @@ static const struct pair_opts opts = {
 	.retry_cnt = 7,
 };
 
-/* Reset -> RTS towards @dgid (always with a GRH: RoCE addresses by GID). */
-static void
-connect_grh(struct ibv_qp *qp, uint32_t dest, const union ibv_gid *dgid,
-	    uint32_t rq_psn, uint32_t sq_psn)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = opts.qp_access };
-
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "init");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = dest;
-	a.rq_psn = rq_psn;
-	a.max_dest_rd_atomic = opts.max_rd_atomic;
-	a.min_rnr_timer = opts.min_rnr_timer;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.dgid = *dgid;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.port_num = 1;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
-	      "rtr");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = sq_psn;
-	a.timeout = opts.timeout;
-	a.retry_cnt = opts.retry_cnt;
-	a.rnr_retry = opts.rnr_retry;
-	a.max_rd_atomic = opts.max_rd_atomic;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0, "rts");
-}
-
 static void
 open_side(struct side *sd, struct ibv_device *dev)
 {
-	struct ibv_port_attr pa;
-	double end = check_now() + 10;
-
-	sd->ctx = ibv_open_device(dev);
-	sd->pd = sd->ctx ? ibv_alloc_pd(sd->ctx) : NULL;
-	CHECK(sd->pd != NULL, "open %s", ibv_get_device_name(dev));
-	/* A memif link comes up once both ends have met. */
-	do {
-		CHECK(ibv_query_port(sd->ctx, 1, &pa) == 0, "query_port");
-	} while (pa.state != IBV_PORT_ACTIVE && check_now() < end);
-	CHECK(pa.state == IBV_PORT_ACTIVE, "%s: port not active",
-	      ibv_get_device_name(dev));
+	sd->ctx = open_when_active(dev);
+	sd->pd = ibv_alloc_pd(sd->ctx);
+	CHECK(sd->pd != NULL, "alloc_pd");
 	CHECK(ibv_query_gid(sd->ctx, 1, 0, &sd->gid) == 0, "gid");
 	sd->mr = ibv_reg_mr(sd->pd, buf, buflen, IBV_ACCESS_LOCAL_WRITE |
 			    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
@@ -174,10 +128,12 @@ setup(void)
 			pairs[p].qp[i] = ibv_create_qp(S[i].pd, &ia);
 			CHECK(pairs[p].qp[i] != NULL, "qp");
 		}
-		connect_grh(pairs[p].qp[0], pairs[p].qp[1]->qp_num, &S[1].gid,
-			    1000 * p, 7000 * p);
-		connect_grh(pairs[p].qp[1], pairs[p].qp[0]->qp_num, &S[0].gid,
-			    7000 * p, 1000 * p);
+		qp_connect_to(pairs[p].qp[0], pairs[p].qp[1]->qp_num,
+			      &S[1].gid, &opts, IBV_MTU_1024, 1000 * p,
+			      7000 * p);
+		qp_connect_to(pairs[p].qp[1], pairs[p].qp[0]->qp_num,
+			      &S[0].gid, &opts, IBV_MTU_1024, 7000 * p,
+			      1000 * p);
 	}
 }
 
@@ -441,39 +397,14 @@ print_counters(void)
 			printf("  %s %lu\n", names[i], (unsigned long)v[i]);
 }
 
-static char conf_path[64], sock_path[64];
-
-static void
-remove_files(void)
-{
-	unlink(conf_path);
-	unlink(sock_path);
-}
-
 /*
- * Two devices in this process joined by a memif link (server and client),
- * the faults applied on both: requests cross the link one way, responses
- * the other (DESIGN.md, two hosts on one machine).
+ * Two devices joined by memif, the faults applied on both: requests cross
+ * the link one way, responses the other.
  */
 static void
 two_devices(void)
 {
-	FILE *f;
-
-	snprintf(conf_path, sizeof(conf_path), "/tmp/dpib-faults-%d.conf",
-		 getpid());
-	snprintf(sock_path, sizeof(sock_path), "/tmp/dpib-faults-%d.sock",
-		 getpid());
-	f = fopen(conf_path, "w");
-	CHECK(f != NULL, "config file");
-	fprintf(f, "[device dpib0]\nport = net_memif0,role=server,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n"
-		"[device dpib1]\nport = net_memif1,role=client,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n",
-		sock_path, sock_path);
-	fclose(f);
-	atexit(remove_files);
-	setenv("DPIB_CONF", conf_path, 1);
+	memif_pair_config("faults");
 	ndev = 2;
 }
 

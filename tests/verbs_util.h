@@ -9,6 +9,8 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/wait.h>
 #include <infiniband/verbs.h>
 
 #include "check.h"
@@ -156,9 +158,11 @@ ah_self(struct ibv_context *ctx, struct ibv_ah_attr *ah)
 	CHECK(ibv_query_gid(ctx, 1, 0, &ah->grh.dgid) == 0, "GID 0");
 }
 
+/* Reset -> RTS toward QP @dest_qpn at GID @dgid, as @o says. */
 static inline void
-qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
-	   enum ibv_mtu mtu, uint32_t rq_psn, uint32_t sq_psn)
+qp_connect_to(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
+	      const struct pair_opts *o, enum ibv_mtu mtu, uint32_t rq_psn,
+	      uint32_t sq_psn)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_INIT,
@@ -178,6 +182,7 @@ qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
 	a.max_dest_rd_atomic = o->max_rd_atomic;
 	a.min_rnr_timer = o->min_rnr_timer;
 	ah_self(qp->context, &a.ah_attr);
+	a.ah_attr.grh.dgid = *dgid;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
@@ -193,6 +198,17 @@ qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
 			    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
 	CHECK(ret == 0, "to RTS: %d", ret);
+}
+
+/* The same toward a QP of this device itself (its GID 0). */
+static inline void
+qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
+	   enum ibv_mtu mtu, uint32_t rq_psn, uint32_t sq_psn)
+{
+	union ibv_gid gid;
+
+	CHECK(ibv_query_gid(qp->context, 1, 0, &gid) == 0, "GID 0");
+	qp_connect_to(qp, dest_qpn, &gid, o, mtu, rq_psn, sq_psn);
 }
 
 /* PSNs near the 24-bit wrap so that every test crosses it. */
@@ -217,6 +233,30 @@ pair_close(struct pair *p)
 	CHECK(ibv_close_device(p->ctx) == 0, "close_device");
 	ibv_free_device_list(p->list);
 	free(p->buf);
+}
+
+/*
+ * Run @fn(@arg) in a forked child (which opens dpib for itself and must
+ * exit(0)); a signal, a failure or a minute's silence fails the test.
+ * Fork before this process opens a device: the engine is a thread.
+ */
+static inline void
+check_in_child(void (*fn)(int), int arg, const char *what)
+{
+	int status;
+	pid_t pid = fork();
+
+	CHECK(pid >= 0, "fork");
+	if (pid == 0) {
+		alarm(60);
+		fn(arg);
+		exit(0);
+	}
+	CHECK(waitpid(pid, &status, 0) == pid, "waitpid");
+	CHECK(!WIFSIGNALED(status), "%s: killed by signal %d", what,
+	      WTERMSIG(status));
+	CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s failed (%d)",
+	      what, WEXITSTATUS(status));
 }
 
 /* Poll one completion within @secs seconds; 0 when none arrived. */
