@@ -28,8 +28,9 @@
  * These early resends do not use up retry_cnt: only the transport timer
  * does. They start once the path has lost a packet (a NAK, a timeout, a
  * lost READ response): on a clean path a descheduled engine or peer would
- * only make them spurious. A responder takes a resent request as a duplicate (acknowledged
- * again, READs answered again, atomics never executed twice).
+ * only make them spurious. A responder takes a resent request as a
+ * duplicate (acknowledged again, READs answered again, atomics never
+ * executed twice).
  */
 #include <rte_cycles.h>
 
@@ -108,20 +109,30 @@ rtt_sample(struct ib_qp *qp, uint64_t now)
 	c->armed = 0;
 }
 
+/* Progress: the early timer starts over, without back-off. */
+static void
+early_restart(struct ib_qp *qp, uint64_t now)
+{
+	struct ib_cc *c = &qp->cc;
+	uint64_t t;
+
+	c->backoff = 0;
+	c->early = ib_sent_any(qp) && (t = rto(qp)) != 0 ? now + t : 0;
+	if (c->early == 0)
+		c->armed = 0;
+}
+
 /* @n more PSNs were acknowledged. */
 void
 ib_cc_ack(struct ib_qp *qp, uint32_t n)
 {
 	struct ib_cc *r = &qp->cc;
-	uint64_t now = rte_rdtsc(), t;
+	uint64_t now = rte_rdtsc();
 
 	if (r->probe_tsc != 0 &&
 	    psn_diff(qp->comp.acked_psn, r->probe_psn) >= 0)
 		rtt_sample(qp, now);
-	r->backoff = 0;
-	r->early = ib_sent_any(qp) && (t = rto(qp)) != 0 ? now + t : 0;
-	if (r->early == 0)
-		r->armed = 0;
+	early_restart(qp, now);
 	if (r->cwnd >= IB_CWND_MAX)
 		return;
 	if (r->cwnd < r->ssthresh) {
@@ -172,40 +183,32 @@ ib_cc_loss(struct ib_qp *qp, int timeout)
 
 /*
  * Engine, per pass: nothing acknowledged for the early timeout? Go back
- * to the oldest unacknowledged PSN. Returns 1 if it did.
+ * to the oldest unacknowledged PSN, as the transport timer would.
  */
-int
+void
 ib_cc_early(struct ib_qp *qp, uint64_t now)
 {
 	struct ib_cc *c = &qp->cc;
 	uint64_t t;
 
 	if (c->early == 0 || now < c->early)
-		return 0;
+		return;
 	c->early = 0;
 	c->armed = 0;
 	if (!ib_sent_any(qp) || qp->req.wait_until != 0)
-		return 0;
+		return;
 	ib_count(qp->dev, IB_CNT_EARLY_RESEND);
 	ib_cc_loss(qp, 0);
 	c->backoff++;
 	if ((t = rto(qp)) != 0)
 		c->early = now + t;
-	qp->comp.read_gap = 0;
-	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
-	return 1;
+	ib_comp_go_back(qp);
 }
 
 /* Responses arrive (READ data, which acknowledges nothing until the end). */
 void
 ib_cc_progress(struct ib_qp *qp)
 {
-	struct ib_cc *c = &qp->cc;
-	uint64_t t;
-
-	if (c->early == 0)
-		return;
-	c->backoff = 0;
-	if ((t = rto(qp)) != 0)
-		c->early = rte_rdtsc() + t;
+	if (qp->cc.early != 0)
+		early_restart(qp, rte_rdtsc());
 }

@@ -416,6 +416,18 @@ ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 }
 
 /*
+ * A timer fired (the transport timer, or an early resend): everything
+ * from the oldest unacknowledged PSN is asked for again, lost READ
+ * responses included.
+ */
+void
+ib_comp_go_back(struct ib_qp *qp)
+{
+	qp->comp.read_gap = 0;
+	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
+}
+
+/*
  * Local ACK timeout (IBA 9.7.6.1.3): resend from the oldest unacked PSN.
  * The timer runs whenever something sent is unacknowledged: a path that
  * left it idle with work outstanding would wait for a peer that may never
@@ -447,9 +459,8 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	}
 	qp->comp.retry_left--;
 	qp->comp.deadline = now + qp->timeout_tsc;
-	qp->comp.read_gap = 0;	/* the timer asks again for everything */
 	ib_cc_loss(qp, 1);
-	ib_req_rewind(qp, (qp->comp.acked_psn + 1) & IB_PSN_MASK);
+	ib_comp_go_back(qp);
 }
 
 /* Has the QP anything for the engine to do on the send side? */

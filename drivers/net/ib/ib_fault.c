@@ -301,13 +301,18 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 	       uint32_t room)
 {
 	struct ib_fault *f = dev->fault;
-	struct rte_mbuf *out[IB_TX_PENDING];
-	uint32_t i, k = 0;
+	struct rte_mbuf *out[IB_TX_PENDING], *raw[IB_TX_PENDING];
+	uint32_t i, k = 0, nraw = 0;
 
 	for (i = 0; i < n; i++) {
 		struct rte_mbuf *m = pkts[i];
 		const struct ib_fault_rates *r = rates_for(f, m);
 
+		/* Not RoCE (ARP, ND): never faulted, and past the slow port. */
+		if (r == NULL && f->bq != NULL) {
+			raw[nraw++] = m;
+			continue;
+		}
 		if (r == NULL || !r->enabled) {
 			out[k++] = m;
 			continue;
@@ -361,15 +366,10 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 	k += release(dev, out + k, room - k, k > 0);
 	if (f->bq != NULL) {
 		/* Everything RoCE goes through the slow port, in order. */
-		uint32_t i2, kept = 0;
-
-		for (i2 = 0; i2 < k; i2++) {
-			if (rates_for(f, out[i2]) == NULL)
-				out[kept++] = out[i2];	/* ARP, ND */
-			else
-				bottleneck_enqueue(dev, out[i2]);
-		}
-		k = kept + bottleneck_drain(f, out + kept, room - kept);
+		for (i = 0; i < k; i++)
+			bottleneck_enqueue(dev, out[i]);
+		memcpy(out, raw, nraw * sizeof(raw[0]));
+		k = nraw + bottleneck_drain(f, out + nraw, room - nraw);
 	}
 	memcpy(pkts, out, k * sizeof(out[0]));
 	return k;

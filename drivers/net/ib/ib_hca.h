@@ -683,7 +683,7 @@ void ib_cc_ack(struct ib_qp *qp, uint32_t n);
 void ib_cc_loss(struct ib_qp *qp, int timeout);
 void ib_cc_sent(struct ib_qp *qp);
 void ib_cc_progress(struct ib_qp *qp);
-int ib_cc_early(struct ib_qp *qp, uint64_t now);
+void ib_cc_early(struct ib_qp *qp, uint64_t now);
 
 /*
  * May the requester send another packet? Fewer than cwnd PSNs past the
@@ -823,6 +823,7 @@ int ib_resp_take_rwqe(struct ib_qp *qp);
 void ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
 void ib_comp_timer(struct ib_qp *qp, uint64_t now);
 void ib_comp_kick(struct ib_qp *qp);
+void ib_comp_go_back(struct ib_qp *qp);
 int ib_qp_busy(const struct ib_qp *qp);
 
 /* ib_arp.c: IPv4 (ARP) and IPv6 (ND) neighbours, engine lcore only */

@@ -414,12 +414,12 @@ ib_req_run(struct ib_qp *qp)
 			qp->req.offset = 0;
 			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
 				qp->req.hw_idx = qp->req.wqe_idx;
+			/* Unacknowledged services complete on send (RC's
+			 * timer started with the first packet).
+			 */
 			if (qp->ibv.qp_type != IBV_QPT_RC) {
-				/* Unacknowledged services complete on send. */
 				qp->comp.acked_psn = st->last_psn;
 				ib_comp_kick(qp);
-			} else if (qp->comp.deadline == 0 && qp->timeout_tsc) {
-				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 			}
 			state = REQ_NEXT_WQE;
 			break;
