@@ -9,14 +9,19 @@
  * RETRY_EXC_ERR and reach a share of the bottleneck rate:
  *  - 64 KiB RDMA WRITE and SEND with 128 outstanding, 64 KiB READ with 16;
  *  - four QPs writing at once get rates within 25 % of each other.
+ * With "ecn" the port also marks CE (DPIB_FAULTS ecn_kmin=...): DCQCN must
+ * then keep its queue short of full (no tail drop at all), with marks,
+ * CNPs and rate cuts seen; "write" runs the WRITE stream alone (for a
+ * capture the CNPs are dissected from, cnp_dissect.sh).
  *
- * usage: test_congestion MIN_SHARE [MIN_READ_SHARE]
+ * usage: test_congestion MIN_SHARE [MIN_READ_SHARE [ecn [write]]]
  *   (0.8 at 0 % loss, 0.5 at 1 %; READ has its own bar: a READ whose
  *   response is lost is asked for again whole, so at 1 % loss it reaches
  *   about half the port, 47-56 % measured, and the suite asks 40 % of it)
  */
 #include <inttypes.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <rte_common.h>
 
@@ -50,6 +55,7 @@ static struct ibv_device **list;
 static uint8_t *buf;
 static size_t buflen = 2 * NQP * (size_t)DEPTH * MSG;
 static double rate_bytes, min_share, min_read_share;
+static int ecn;
 
 static void
 open_side(struct side *s, struct ibv_device *dev)
@@ -213,6 +219,51 @@ print_counters(void)
 	}
 }
 
+/* A counter of both devices together. */
+static uint64_t
+counter_sum(const char *name)
+{
+	const char *const *names;
+	uint64_t v[128], sum = 0;
+	int d, i, n;
+
+	for (d = 0; d < 2; d++) {
+		n = dpib_counters(S[d].ctx, &names, v, 128);
+		for (i = 0; i < n && i < 128; i++)
+			if (strcmp(names[i], name) == 0)
+				sum += v[i];
+	}
+	return sum;
+}
+
+/*
+ * DCQCN against a marking port: no frame lost at the tail, and the loop
+ * closed: frames marked, CNPs sent and received, rates cut.
+ */
+static void
+expect_dcqcn(const char *what)
+{
+	static const char *const moved[] = {
+		"fault_bottleneck_ecn_marked", "ecn_marked_received",
+		"cnp_sent", "cnp_received", "dcqcn_rate_cut",
+	};
+	static uint64_t last[RTE_DIM(moved)];
+	unsigned int i;
+
+	if (!ecn)
+		return;
+	CHECK(counter_sum("fault_bottleneck_tail_drop") == 0,
+	      "%s: %" PRIu64 " frames dropped at the tail of the queue", what,
+	      counter_sum("fault_bottleneck_tail_drop"));
+	for (i = 0; i < RTE_DIM(moved); i++) {
+		uint64_t v = counter_sum(moved[i]);
+
+		printf("#   %s %" PRIu64 "\n", moved[i], v - last[i]);
+		CHECK(v > last[i], "%s: %s did not move", what, moved[i]);
+		last[i] = v;
+	}
+}
+
 static void
 expect_share_of(const char *what, double secs, uint64_t bytes, double min)
 {
@@ -222,6 +273,7 @@ expect_share_of(const char *what, double secs, uint64_t bytes, double min)
 	       "bottleneck\n", what, bytes / 1e6, secs, bytes * 8 / secs / 1e6,
 	       share * 100);
 	print_counters();
+	expect_dcqcn(what);
 	CHECK(share >= min, "%s reached %.0f %% of the bottleneck, "
 	      "wanted %.0f %%", what, share * 100, min * 100);
 }
@@ -298,9 +350,11 @@ main(int argc, char **argv)
 {
 	const char *faults = getenv("DPIB_FAULTS"), *r;
 
-	CHECK(argc > 1, "usage: test_congestion MIN_SHARE [MIN_READ_SHARE]");
+	CHECK(argc > 1, "usage: test_congestion MIN_SHARE [MIN_READ_SHARE "
+	      "[ecn [write]]]");
 	min_share = atof(argv[1]);
 	min_read_share = argc > 2 ? atof(argv[2]) : min_share;
+	ecn = argc > 3 && strcmp(argv[3], "ecn") == 0;
 	CHECK(faults != NULL && (r = strstr(faults, "rate_mbps=")) != NULL,
 	      "DPIB_FAULTS must set rate_mbps");
 	rate_bytes = atof(r + strlen("rate_mbps=")) * 1e6 / 8;
@@ -313,6 +367,8 @@ main(int argc, char **argv)
 	open_side(&S[0], list[0]);
 	open_side(&S[1], list[1]);
 	RUN(write_stream);
+	if (argc > 4 && strcmp(argv[4], "write") == 0)
+		CHECK_DONE();
 	RUN(send_stream);
 	RUN(read_stream);
 	RUN(four_qps_fair);

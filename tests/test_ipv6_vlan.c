@@ -20,6 +20,16 @@
 
 #define VID		100
 #define TCLASS		0x28
+/*
+ * On the wire: the DSCP asked for, and ECT(0), which DCQCN (on by default)
+ * gives RC and UC frames whose traffic class leaves the ECN bits 0; UD
+ * frames (opcodes 0x60..0x7f) keep the traffic class as it is.
+ */
+static inline unsigned int
+tclass_wire(uint8_t opcode)
+{
+	return opcode >> 5 == 3 ? TCLASS : TCLASS | IB_ECN_ECT0;
+}
 #define FLOW		0x12345u
 #define HOPS		33
 #define SL6		5	/* PCP of the IPv6 paths */
@@ -405,8 +415,8 @@ check_frame(const uint8_t *f, uint32_t n, struct seen *s)
 
 		iplen = 40 + (ip[4] << 8 | ip[5]);
 		CHECK(tci >> 13 == SL6, "IPv6 frame PCP %u", tci >> 13);
-		CHECK((vtc >> 20 & 0xff) == TCLASS, "traffic class %#x",
-		      vtc >> 20 & 0xff);
+		CHECK((vtc >> 20 & 0xff) == tclass_wire(ip[48]),
+		      "traffic class %#x", vtc >> 20 & 0xff);
 		CHECK((vtc & 0xfffff) == FLOW, "flow label %#x", vtc & 0xfffff);
 		CHECK(ip[7] == HOPS, "hop limit %u", ip[7]);
 		CHECK(ip[42] == 0x12 && ip[43] == 0xb7, "UDP port");
@@ -414,7 +424,8 @@ check_frame(const uint8_t *f, uint32_t n, struct seen *s)
 	} else if (type == 0x0800 && ip[9] == 17) {
 		iplen = ip[2] << 8 | ip[3];
 		CHECK(tci >> 13 == SL4, "IPv4 frame PCP %u", tci >> 13);
-		CHECK(ip[1] == TCLASS && ip[8] == HOPS, "TOS %#x TTL %u",
+		CHECK(ip[1] == tclass_wire(ip[28]) && ip[8] == HOPS,
+		      "TOS %#x TTL %u",
 		      ip[1], ip[8]);
 		s->v4++;
 	} else {

@@ -14,7 +14,8 @@ capture holds both directions of all their traffic. Then:
   AETH syndromes).
 - scapy (scapy.contrib.roce) recomputes the ICRC of every RoCE frame and
   parses the BTH a second time; IPv4/UDP/BTH follow the conventions of Linux
-  rxe (shared/vectors/rxe/README.md): DF set, TTL 64, TOS 0, UDP checksum 0,
+  rxe (shared/vectors/rxe/README.md): DF set, TTL 64, DSCP 0 (ECN: ECT(0)
+  on RC and UC frames, DCQCN's; rxe sends 0), UDP checksum 0,
   UDP source port in 0xC000-0xFFFF, P_Key 0xFFFF, TVer 0, no MigReq.
 - per request stream the PSNs are consecutive (a READ takes one PSN per
   response packet) except for go-back-N after an RNR NAK or a PSN sequence
@@ -431,7 +432,12 @@ class Analysis:
             ch.expect(ip.flags == 2 and ip.frag == 0,
                       "frame %d: IPv4 flags %s frag %d, want DF only"
                       % (n, ip.flags, ip.frag))
-            ch.expect(ip.tos == 0, "frame %d: TOS %#x" % (n, ip.tos))
+            # DSCP 0; ECN: ECT(0) on RC and UC frames (DCQCN, on by
+            # default: the congestion suite checks the marking), not on UD
+            # frames, which nothing rate-controls.
+            want_tos = 2 if f["opcode"] >> 5 in (0, 1) else 0
+            ch.expect(ip.tos == want_tos, "frame %d: TOS %#x, want %#x"
+                      % (n, ip.tos, want_tos))
             mcast = (int.from_bytes(frame[30:34], "big") >> 28) == 0xe
             # A multicast AH here has hop_limit 0: no TTL rule for it.
             if not mcast:

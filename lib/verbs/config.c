@@ -192,7 +192,7 @@ static int
 check_faults(const char *spec, char *why, size_t len)
 {
 	static const char *const rates[] = {
-		"drop", "dup", "reorder", "corrupt", "delay", NULL,
+		"drop", "dup", "reorder", "corrupt", "delay", "ecn_pmax", NULL,
 	};
 	char buf[1024], *item, *save = NULL;
 	unsigned long u;
@@ -251,16 +251,18 @@ check_faults(const char *spec, char *why, size_t len)
 				 FAULT_RATE_MAX);
 			return -EINVAL;
 		}
-		if (strcmp(item, "queue") == 0) {
+		if (strcmp(item, "queue") == 0 ||
+		    strcmp(item, "ecn_kmin") == 0 ||
+		    strcmp(item, "ecn_kmax") == 0) {
 			if (parse_uint(val, 1, FAULT_QUEUE_MAX, &u) == 0)
 				continue;
-			snprintf(why, len, "queue must be 1..%u",
+			snprintf(why, len, "%s must be 1..%u", item,
 				 FAULT_QUEUE_MAX);
 			return -EINVAL;
 		}
 		snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
 			 "corrupt, delay, delay_us, seed, nak_drop, rate_mbps, "
-			 "queue", item);
+			 "queue, ecn_kmin, ecn_kmax, ecn_pmax", item);
 		return -EINVAL;
 	}
 	return 0;
@@ -457,6 +459,29 @@ set_faults_resp(struct parser *p, const char *val)
 	return set_fault_dir(p, val, 1);
 }
 
+/* cc = dcqcn | none: RoCEv2 congestion control of the device. */
+static int
+set_cc(struct parser *p, const char *val)
+{
+	struct ib_dev_conf *d = cur_dev(p);
+
+	if (strcmp(val, "dcqcn") == 0)
+		d->dcqcn.disabled = 0;
+	else if (strcmp(val, "none") == 0)
+		d->dcqcn.disabled = 1;
+	else
+		return refuse(p, "must be dcqcn or none");
+	return 0;
+}
+
+/* dcqcn = name=value,...: its parameters (docs/configuration.md). */
+static int
+set_dcqcn(struct parser *p, const char *val)
+{
+	return ib_dcqcn_parse(val, &cur_dev(p)->dcqcn, p->why,
+			      sizeof(p->why));
+}
+
 static const struct key eal_keys[] = {
 	{ "args", set_args, 1 },
 	{ "memory", set_memory, 0 },
@@ -480,6 +505,8 @@ static const struct key device_keys[] = {
 	{ "faults", set_faults, 0 },
 	{ "faults_req", set_faults_req, 0 },
 	{ "faults_resp", set_faults_resp, 0 },
+	{ "cc", set_cc, 0 },
+	{ "dcqcn", set_dcqcn, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -529,6 +556,7 @@ new_device(struct parser *p, const char *hdr, char *name)
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->mtu = 1500;
 	d->lcore = 1;
+	ib_dcqcn_conf_default(&d->dcqcn);
 	return 0;
 }
 
@@ -693,6 +721,7 @@ loopback_default(struct dpib_config *cfg)
 	d->mtu = LOOPBACK_MTU;
 	d->lcore = 1;
 	d->loopback = 1;
+	ib_dcqcn_conf_default(&d->dcqcn);
 	cfg->ndev = 1;
 }
 

@@ -42,6 +42,10 @@
 	X(CWND_LIMITED,		"tx_cwnd_limited") \
 	X(READ_GAP_RETRY,	"read_response_gap_retry") \
 	X(EARLY_RESEND,		"early_resend") \
+	X(ECN_MARKED_RX,	"ecn_marked_received") \
+	X(CNP_SENT,		"cnp_sent") \
+	X(CNP_RCVD,		"cnp_received") \
+	X(DCQCN_RATE_CUT,	"dcqcn_rate_cut") \
 	X(CQ_OVERRUN,		"cq_overrun") \
 	X(FAULT_DROP,		"fault_dropped") \
 	X(FAULT_DUP,		"fault_duplicated") \
@@ -49,6 +53,7 @@
 	X(FAULT_CORRUPT,	"fault_corrupted") \
 	X(FAULT_DELAY,		"fault_delayed") \
 	X(FAULT_QUEUE_DROP,	"fault_bottleneck_tail_drop") \
+	X(FAULT_ECN_MARK,	"fault_bottleneck_ecn_marked") \
 	X(ARP_RX,		"arp_rx") \
 	X(ARP_RX_MALFORMED,	"arp_rx_drop_malformed") \
 	X(ARP_RX_UNSUPPORTED,	"arp_rx_drop_unsupported") \

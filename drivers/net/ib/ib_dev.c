@@ -189,6 +189,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	if (conf->capture[0] != '\0' &&
 	    (ret = ib_capture_open(dev, conf->capture)) != 0)
 		goto err;
+	ib_dcqcn_dev_init(dev);
 	ret = ib_neigh_init(dev);
 	if (ret == 0)
 		ret = ib_fault_init(dev);

@@ -23,12 +23,20 @@
  * a queue of Q frames (default 256), and a frame that finds the queue full
  * is dropped (tail drop), as in a shallow-buffered switch. The drops are
  * counted apart from the random ones.
+ *
+ * ecn_kmin=K1,ecn_kmax=K2,ecn_pmax=P adds the congestion point of DCQCN
+ * (RED-style ECN marking, as datacenter switches do): an ECN-capable frame
+ * that leaves K1 or more frames queued is marked CE with a probability
+ * rising linearly to P at K2 (default: the queue; P default 1), and always
+ * from K2 on. Frames that are not ECN-capable are never marked (the tail
+ * drop still applies to them).
  * Engine only: it runs inside ib_tx_flush.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <rte_cycles.h>
+#include <rte_ip.h>
 #include <rte_kvargs.h>
 #include <rte_malloc.h>
 
@@ -38,7 +46,8 @@
 
 static const char *const fault_keys[] = {
 	"drop", "dup", "reorder", "corrupt", "delay", "delay_us", "seed",
-	"nak_drop", "rate_mbps", "queue", NULL,
+	"nak_drop", "rate_mbps", "queue", "ecn_kmin", "ecn_kmax", "ecn_pmax",
+	NULL,
 };
 
 struct held {
@@ -57,6 +66,8 @@ struct ib_fault {
 	/* The bottleneck: a FIFO of frames drained at a byte rate. */
 	struct rte_mbuf **bq;
 	uint32_t bq_head, bq_n, bq_cap;
+	uint32_t kmin, kmax;		/* ECN marking thresholds, 0: none */
+	double pmax;
 	double bytes_per_tsc;
 	double tokens;			/* bytes that may leave now */
 	uint64_t last_tsc;
@@ -92,10 +103,16 @@ set_rate(const char *key, const char *val, void *arg)
 		r->rate_mbps = (uint32_t)v;
 		return 0;
 	}
-	if (strcmp(key, "queue") == 0) {
+	if (strcmp(key, "queue") == 0 || strcmp(key, "ecn_kmin") == 0 ||
+	    strcmp(key, "ecn_kmax") == 0) {
 		if (v < 1 || v > FAULT_QUEUE_MAX)
 			return -EINVAL;
-		r->queue = (uint32_t)v;
+		if (key[0] == 'q')
+			r->queue = (uint32_t)v;
+		else if (strcmp(key, "ecn_kmin") == 0)
+			r->ecn_kmin = (uint32_t)v;
+		else
+			r->ecn_kmax = (uint32_t)v;
 		return 0;
 	}
 	if (v > 1)
@@ -108,6 +125,8 @@ set_rate(const char *key, const char *val, void *arg)
 		r->reorder = v;
 	else if (strcmp(key, "corrupt") == 0)
 		r->corrupt = v;
+	else if (strcmp(key, "ecn_pmax") == 0)
+		r->ecn_pmax = v;
 	else
 		r->delay = v;
 	return 0;
@@ -146,6 +165,11 @@ bottleneck_init(struct ib_fault *f)
 	if (f->bq == NULL)
 		return -ENOMEM;
 	f->bytes_per_tsc = r->rate_mbps * 1e6 / 8 / rte_get_tsc_hz();
+	if (r->ecn_kmin != 0) {
+		f->kmin = r->ecn_kmin;
+		f->kmax = r->ecn_kmax > f->kmin ? r->ecn_kmax : f->bq_cap;
+		f->pmax = r->ecn_pmax > 0 ? r->ecn_pmax : 1;
+	}
 	f->tokens = FAULT_BURST_BYTES;
 	f->last_tsc = rte_rdtsc();
 	return 0;
@@ -253,6 +277,39 @@ release(struct ib_dev *dev, struct rte_mbuf **out, uint32_t room, int any_sent)
 	return n;
 }
 
+/*
+ * RED-style marking: an ECN-capable frame leaving a queue of kmin frames or
+ * more becomes CE with a probability rising to pmax at kmax. Marking on
+ * departure, as switches built for DCQCN do, tells the receiver about the
+ * queue as it is now, not as it was when the frame joined it.
+ * The ICRC does not cover the traffic class; the IPv4 checksum does.
+ */
+static void
+ecn_mark(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	struct ib_fault *f = dev->fault;
+	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len;
+	int v4 = (l3[0] >> 4) == 4;
+	unsigned int ecn = v4 ? l3[1] & IB_ECN_MASK :
+				(l3[1] >> 4) & IB_ECN_MASK;
+
+	if (f->kmin == 0 || f->bq_n < f->kmin || ecn == 0 || ecn == IB_ECN_CE)
+		return;
+	if (f->bq_n < f->kmax &&
+	    rnd(f) >= f->pmax * (f->bq_n - f->kmin) / (f->kmax - f->kmin))
+		return;
+	if (v4) {
+		struct rte_ipv4_hdr *ip = (void *)l3;
+
+		ip->type_of_service |= IB_ECN_CE;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	} else {
+		l3[1] |= IB_ECN_CE << 4;
+	}
+	ib_count(dev, IB_CNT_FAULT_ECN_MARK);
+}
+
 /* Into the bottleneck's queue, or dropped at its tail. */
 static void
 bottleneck_enqueue(struct ib_dev *dev, struct rte_mbuf *m)
@@ -267,10 +324,11 @@ bottleneck_enqueue(struct ib_dev *dev, struct rte_mbuf *m)
 	f->bq[(f->bq_head + f->bq_n++) % f->bq_cap] = m;
 }
 
-/* What the link has sent since the last call, into @out. */
+/* What the link has sent since the last call (marked, perhaps), into @out. */
 static uint32_t
-bottleneck_drain(struct ib_fault *f, struct rte_mbuf **out, uint32_t room)
+bottleneck_drain(struct ib_dev *dev, struct rte_mbuf **out, uint32_t room)
 {
+	struct ib_fault *f = dev->fault;
 	uint64_t now = rte_rdtsc();
 	uint32_t n = 0;
 
@@ -288,6 +346,7 @@ bottleneck_drain(struct ib_fault *f, struct rte_mbuf **out, uint32_t room)
 		out[n++] = m;
 		f->bq_head = (f->bq_head + 1) % f->bq_cap;
 		f->bq_n--;
+		ecn_mark(dev, m);
 	}
 	return n;
 }
@@ -369,7 +428,7 @@ ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n,
 		for (i = 0; i < k; i++)
 			bottleneck_enqueue(dev, out[i]);
 		memcpy(out, raw, nraw * sizeof(raw[0]));
-		k = nraw + bottleneck_drain(f, out + nraw, room - nraw);
+		k = nraw + bottleneck_drain(dev, out + nraw, room - nraw);
 	}
 	memcpy(pkts, out, k * sizeof(out[0]));
 	return k;

@@ -27,6 +27,7 @@
 #include "ib_wire.h"
 #include "ib_opcode.h"
 #include "ib_counters.h"
+#include "ib_dcqcn.h"
 
 extern int ib_logtype;
 extern int ib_logtype_dp;
@@ -83,6 +84,9 @@ struct ib_fault_rates {
 	uint32_t nak_drop;	/* requests lost after each NAK received */
 	uint32_t rate_mbps;	/* bottleneck: link rate (Mbit/s), 0: none */
 	uint32_t queue;		/* bottleneck: frames queued, tail drop */
+	uint32_t ecn_kmin;	/* bottleneck: marks CE from this queue depth */
+	uint32_t ecn_kmax;	/* ... with ecn_pmax at this one, all above */
+	double ecn_pmax;
 	uint64_t seed;
 };
 
@@ -102,6 +106,7 @@ struct ib_dev_conf {
 	int engine_mode;	/* enum ib_engine_mode */
 	char capture[256];	/* pcap of transmitted frames, or "" */
 	struct ib_fault_rates fault[2];	/* requests, responses */
+	struct ib_dcqcn_conf dcqcn;	/* congestion control */
 };
 
 /* Engine -> application events (ib_event.c). */
@@ -482,6 +487,7 @@ struct ib_qp {
 	uint32_t idle_passes;	/* engine passes with nothing to do */
 	TAILQ_ENTRY(ib_qp) next;
 	struct ib_cc cc;	/* its first fields share the line above */
+	struct ib_rp rp;	/* DCQCN reaction and notification point */
 	struct ib_wr_batch wrb;		/* extended post, under sq_lock */
 };
 
@@ -545,6 +551,7 @@ struct ib_dev {
 	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
 	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
 	const uint8_t *rx_ip;		/* IP header of the frame in delivery */
+	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
 };
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)
@@ -673,7 +680,7 @@ void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 
 /* ib_cc.c: congestion window of RC requesters */
 #define IB_CWND_MIN		16	/* packets: never fewer in flight */
-#define IB_CWND_INIT		64
+#define IB_CWND_INIT		16
 #define IB_CWND_MAX		32768
 #define IB_CWND_OFF		INT32_MAX	/* UC, UD: no acknowledgements */
 #define IB_ACKREQ_EVERY		64	/* packets of a message, a power of 2 */
@@ -695,6 +702,13 @@ ib_cc_open(const struct ib_qp *qp)
 {
 	return psn_diff(qp->req.psn, qp->comp.acked_psn) - 1 <
 	       (int32_t)qp->cc.cwnd;
+}
+
+/* May the QP send a packet now, as far as DCQCN's pacer goes? */
+static inline int
+ib_pace_ok(struct ib_qp *qp)
+{
+	return likely(!qp->rp.limited) || ib_dcqcn_may_send(qp);
 }
 
 /* ib_memhook.c: registered memory and the address space */

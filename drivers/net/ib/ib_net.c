@@ -245,6 +245,11 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	if (ah->grh.hop_limit > 1)
 		hop = ah->grh.hop_limit;
 	tclass = ah->grh.traffic_class;
+	/* RC and UC frames are ECN-capable under DCQCN (ib_dcqcn.c) unless
+	 * the application chose the ECN bits; an AH's (UD) are not.
+	 */
+	if (qpn != 0 && !dev->conf.dcqcn.disabled && (tclass & 3) == 0)
+		tclass |= IB_ECN_ECT0;
 	if (sidx >= dev->ngid)
 		return EINVAL;
 	sgid = &dev->gid[sidx];
@@ -389,6 +394,9 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 		m->l3_len = IP6_LEN;
 		ip6->payload_len = rte_cpu_to_be_16(udplen);
 	}
+	qp->rp.tx_bytes += total;
+	if (unlikely(qp->rp.limited))
+		ib_dcqcn_sent(qp, total);
 	*bth = p + h->len;
 	*payload = *bth + info->length;
 	if (pad)
@@ -551,6 +559,39 @@ rx_from_peer(const struct ib_qp *qp, const uint8_t *l3)
 	       memcmp(l3 + 24, tmpl + 8, 16) == 0;
 }
 
+/* The ECN codepoint of a received IPv4 or IPv6 header. */
+static inline unsigned int
+rx_ecn(const uint8_t *l3)
+{
+	return (l3[0] >> 4) == 4 ? l3[1] & IB_ECN_MASK :
+				   (l3[1] >> 4) & IB_ECN_MASK;
+}
+
+/*
+ * A CNP (RoCEv2 A17.9.3) names the QP that sent the marked frames: its
+ * reaction point slows down. Only a connected QP's peer may send one.
+ */
+static void
+rx_cnp(struct ib_dev *dev, struct ib_qp *qp)
+{
+	int state = qp->attr.qp_state;
+
+	if (qp->ibv.qp_type != IBV_QPT_RC && qp->ibv.qp_type != IBV_QPT_UC) {
+		ib_count(dev, IB_CNT_RX_BAD_TRANSPORT);
+		return;
+	}
+	if (state != IBV_QPS_RTS && state != IBV_QPS_SQD) {
+		ib_count(dev, IB_CNT_RX_BAD_STATE);
+		return;
+	}
+	if (!rx_from_peer(qp, dev->rx_ip)) {
+		ib_count(dev, IB_CNT_RX_BAD_PATH);
+		return;
+	}
+	ib_count(dev, IB_CNT_CNP_RCVD);
+	ib_dcqcn_cnp_rx(qp);
+}
+
 /* The QP-level checks (type, state), then the responder or completer. */
 static void
 rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
@@ -558,6 +599,10 @@ rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
 {
 	int state = qp->attr.qp_state;
 
+	if (unlikely(info->mask & IB_M_CNP)) {
+		rx_cnp(dev, qp);
+		return;
+	}
 	if (!qp_accepts(qp, info->mask)) {
 		ib_count(dev, IB_CNT_RX_BAD_TRANSPORT);
 		return;
@@ -571,6 +616,8 @@ rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
 		ib_count(dev, IB_CNT_RX_BAD_PATH);
 		return;
 	}
+	if (unlikely(rx_ecn(dev->rx_ip) == IB_ECN_CE))
+		ib_dcqcn_ce_rx(qp);
 	if (info->mask & IB_M_RESP)
 		ib_comp_rx(qp, bth, paylen);
 	else

@@ -440,6 +440,7 @@ qp_modify_apply(void *arg)
 		qp->req.psn = qp->attr.sq_psn;
 		qp->req.max_psn = qp->attr.sq_psn;
 		ib_cc_init(qp);
+		ib_dcqcn_qp_init(qp);
 		/* Nothing is acknowledged yet: the last PSN before the first. */
 		qp->comp.acked_psn = (qp->attr.sq_psn - 1) & IB_PSN_MASK;
 	}

@@ -286,6 +286,8 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 		ib_count(qp->dev, IB_CNT_CWND_LIMITED);
 		return REQ_STOP;
 	}
+	if (!ib_pace_ok(qp))
+		return REQ_STOP;	/* DCQCN: not due yet */
 	w = sq_wqe(qp, qp->req.wqe_idx);
 	if (qp->req.offset != 0)
 		return REQ_SEND_PACKET;
@@ -405,7 +407,7 @@ ib_req_run(struct ib_qp *qp)
 			} else if (ret == 1) {
 				state = REQ_WQE_SENT;
 			} else if (budget == 0 || ib_tx_room(qp->dev) < 1 ||
-				   !ib_cc_open(qp)) {
+				   !ib_cc_open(qp) || !ib_pace_ok(qp)) {
 				state = REQ_STOP;
 			}
 			break;

@@ -859,12 +859,15 @@ ib_resp_run(struct ib_qp *qp)
 			qp->resp.rd_tail++;
 			continue;
 		}
-		if (j->kind == IB_JOB_READ)
+		if (j->kind == IB_JOB_READ) {
+			if (!ib_pace_ok(qp))
+				return;		/* DCQCN: not due yet */
 			ret = send_read_resp(qp, j);
-		else if (j->kind == IB_JOB_ATOMIC_ACK)
+		} else if (j->kind == IB_JOB_ATOMIC_ACK) {
 			ret = send_atomic_ack(qp, j) ?: 1;
-		else
+		} else {
 			ret = send_job_ack(qp, j) ?: 1;
+		}
 
 		if (ret == -EACCES) {
 			qp->resp.rd_tail++;

@@ -17,6 +17,10 @@
 #include <rte_byteorder.h>
 
 #define IB_UDP_PORT		4791
+/* ECN codepoints (RFC 3168), the low bits of the IP traffic class. */
+#define IB_ECN_MASK		3
+#define IB_ECN_ECT0		2
+#define IB_ECN_CE		3
 #define IB_DEFAULT_PKEY		0xffff
 #define IB_PSN_MASK		0xffffffu
 #define IB_QPN_MASK		0xffffffu
