@@ -102,6 +102,14 @@ bad_file memory 2 'memory = 64k' 'must be [0-9]+\.\.[0-9]+ \(MiB\)'
 bad_file hugepages 2 'hugepages = maybe' 'must be auto, yes or no'
 { device f; echo 'faults = drop=nan'; } >"$dir/faults.conf"
 bad_file faults 4 'faults = drop=nan' 'drop must be 0\.\.1'
+{ device f; echo 'faults = rate_mbps=100,ecn_kmin=0'; } >"$dir/ecn.conf"
+bad_file ecn 4 'faults = rate_mbps=100,ecn_kmin=0' 'ecn_kmin must be 1\.\.[0-9]+'
+{ device c; echo 'cc = dctcp'; } >"$dir/cc.conf"
+bad_file cc 4 'cc = dctcp' 'must be dcqcn or none'
+{ device c; echo 'dcqcn = ai_mbps=0'; } >"$dir/dcqcn.conf"
+bad_file dcqcn 4 'dcqcn = ai_mbps=0' 'ai_mbps must be 1\.\.[0-9]+'
+{ device c; echo 'dcqcn = t_us=55,speed=9'; } >"$dir/dcqcn_key.conf"
+bad_file dcqcn_key 4 'dcqcn = t_us=55,speed=9' "unknown parameter 'speed'"
 { echo '[nic]'; device s; } >"$dir/unknown_section.conf"
 bad_file unknown_section 1 '\[nic\]' 'unknown section; .*'
 { echo 'mtu = 1500'; device o; } >"$dir/outside.conf"
@@ -161,6 +169,7 @@ cpu=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*\([0-9]*\).*/\1/p' /proc/self/sta
 	device good
 	printf 'mtu = 1500\nvlan = 7\nloopback = yes\n'
 	printf 'faults = drop=0,seed=7\n'
+	printf 'cc = dcqcn\ndcqcn = ai_mbps=40,t_us=300,cnp_us=4\n'
 } >"$conf"
 rc=$(devinfo_run "DPIB_CONF=$conf")
 if [ "$rc" = 0 ] && grep -q "^hca_id:[[:space:]]*good\$" "$dir/out" &&

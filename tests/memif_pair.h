@@ -25,9 +25,11 @@ memif_pair_remove(void)
 	unlink(memif_sock_path);
 }
 
-/* Write the pair's configuration and point DPIB_CONF at it. */
+/* Write the pair's configuration, @extra lines in each device section,
+ * and point DPIB_CONF at it.
+ */
 static inline void
-memif_pair_config(const char *tag)
+memif_pair_config_with(const char *tag, const char *extra)
 {
 	FILE *f;
 
@@ -38,13 +40,19 @@ memif_pair_config(const char *tag)
 	f = fopen(memif_conf_path, "w");
 	CHECK(f != NULL, "config file");
 	fprintf(f, "[device dpib0]\nport = net_memif0,role=server,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n"
+		"socket-abstract=no,id=0\nip = 192.0.2.1\nmtu = 1500\n%s"
 		"[device dpib1]\nport = net_memif1,role=client,socket=%s,"
-		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n",
-		memif_sock_path, memif_sock_path);
+		"socket-abstract=no,id=0\nip = 192.0.2.2\nmtu = 1500\n%s",
+		memif_sock_path, extra, memif_sock_path, extra);
 	fclose(f);
 	atexit(memif_pair_remove);
 	setenv("DPIB_CONF", memif_conf_path, 1);
+}
+
+static inline void
+memif_pair_config(const char *tag)
+{
+	memif_pair_config_with(tag, "");
 }
 
 /* Open @dev and wait (10 s at most) for its port: a memif link comes up

@@ -12,9 +12,11 @@
  * With "ecn" the port also marks CE (DPIB_FAULTS ecn_kmin=...): DCQCN must
  * then keep its queue short of full (no tail drop at all), with marks,
  * CNPs and rate cuts seen; "write" runs the WRITE stream alone (for a
- * capture the CNPs are dissected from, cnp_dissect.sh).
+ * capture the CNPs are dissected from, cnp_dissect.sh). With "none" the
+ * devices are configured cc = none: their frames are not ECN-capable, so
+ * the same port marks nothing and no CNP is sent (the window alone copes).
  *
- * usage: test_congestion MIN_SHARE [MIN_READ_SHARE [ecn [write]]]
+ * usage: test_congestion MIN_SHARE [MIN_READ_SHARE [ecn|none [write]]]
  *   (0.8 at 0 % loss, 0.5 at 1 %; READ has its own bar: a READ whose
  *   response is lost is asked for again whole, so at 1 % loss it reaches
  *   about half the port, 47-56 % measured, and the suite asks 40 % of it)
@@ -26,6 +28,7 @@
 #include <rte_common.h>
 
 #include "memif_pair.h"
+#include "telemetry.h"
 
 #define MSG		65536
 #define NQP		4
@@ -55,7 +58,7 @@ static struct ibv_device **list;
 static uint8_t *buf;
 static size_t buflen = 2 * NQP * (size_t)DEPTH * MSG;
 static double rate_bytes, min_share, min_read_share;
-static int ecn;
+static int ecn, cc_none;
 
 static void
 open_side(struct side *s, struct ibv_device *dev)
@@ -250,8 +253,20 @@ expect_dcqcn(const char *what)
 	static uint64_t last[RTE_DIM(moved)];
 	unsigned int i;
 
+	if (cc_none) {
+		for (i = 0; i < RTE_DIM(moved); i++)
+			CHECK(counter_sum(moved[i]) == 0, "cc = none: %s %" PRIu64,
+			      moved[i], counter_sum(moved[i]));
+		return;
+	}
 	if (!ecn)
 		return;
+	/* Nothing else is lost here: every mark reached its NP. */
+	CHECK(counter_sum("ecn_marked_received") ==
+	      counter_sum("fault_bottleneck_ecn_marked"),
+	      "%s: %" PRIu64 " frames marked, %" PRIu64 " received marked",
+	      what, counter_sum("fault_bottleneck_ecn_marked"),
+	      counter_sum("ecn_marked_received"));
 	CHECK(counter_sum("fault_bottleneck_tail_drop") == 0,
 	      "%s: %" PRIu64 " frames dropped at the tail of the queue", what,
 	      counter_sum("fault_bottleneck_tail_drop"));
@@ -284,12 +299,44 @@ expect_share(const char *what, double secs, uint64_t bytes)
 	expect_share_of(what, secs, bytes, min_share);
 }
 
+/*
+ * Telemetry shows the requester's QP paced once DCQCN cut its rate (and
+ * not before: without marks no QP is paced), at a rate near the port's.
+ */
+static void
+expect_paced(struct ibv_qp *qp)
+{
+	const char *r;
+	char q[64], key[32];
+	int fd = tel_connect();
+
+	snprintf(q, sizeof(q), "/dpib/cc,%s",
+		 ibv_get_device_name(S[0].ctx->device));
+	r = tel_query(fd, q);
+	printf("# %s: %s\n", q, r);
+	CHECK(strstr(r, cc_none ? "\"cc\":\"none\"" : "\"cc\":\"dcqcn\"")
+	      != NULL, "cc: %s", r);
+	snprintf(key, sizeof(key), "\"qp_%u\":", qp->qp_num);
+	if (!ecn) {
+		CHECK(strstr(r, key) == NULL, "paced without marks: %s", r);
+	} else {
+		uint64_t mbps;
+
+		snprintf(key, sizeof(key), "qp_%u", qp->qp_num);
+		mbps = json_u64(r, key);
+		CHECK(mbps >= 1 && mbps < 4 * rate_bytes * 8 / 1e6,
+		      "QP %u paced at %" PRIu64 " Mbit/s", qp->qp_num, mbps);
+	}
+	close(fd);
+}
+
 static void
 write_stream(void)
 {
 	streams_open(1);
 	expect_share("WRITE 64 KiB x 128", run(1, IBV_WR_RDMA_WRITE, DEPTH,
 						STREAM_BYTES, 0), STREAM_BYTES);
+	expect_paced(st[0].qp[0]);
 	streams_close(1);
 }
 
@@ -355,10 +402,11 @@ main(int argc, char **argv)
 	min_share = atof(argv[1]);
 	min_read_share = argc > 2 ? atof(argv[2]) : min_share;
 	ecn = argc > 3 && strcmp(argv[3], "ecn") == 0;
+	cc_none = argc > 3 && strcmp(argv[3], "none") == 0;
 	CHECK(faults != NULL && (r = strstr(faults, "rate_mbps=")) != NULL,
 	      "DPIB_FAULTS must set rate_mbps");
 	rate_bytes = atof(r + strlen("rate_mbps=")) * 1e6 / 8;
-	memif_pair_config("cc");
+	memif_pair_config_with("cc", cc_none ? "cc = none\n" : "");
 	buf = aligned_alloc(4096, buflen);
 	CHECK(buf != NULL, "alloc");
 	memset(buf, 0, buflen);

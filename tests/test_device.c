@@ -11,13 +11,12 @@
  */
 #include <arpa/inet.h>
 #include <dirent.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rte_eal.h>
 
+#include "telemetry.h"
 #include "verbs_util.h"
 
 static int expect_mtu = 4096;
@@ -326,33 +325,6 @@ unsupported_types_say_so(void)
 	      "raw packet QP: errno %d", errno);
 }
 
-/* One request on the process's DPDK telemetry socket; the JSON reply. */
-static const char *
-tel_query(int fd, const char *q)
-{
-	static char buf[65536];
-	ssize_t n;
-
-	CHECK(send(fd, q, strlen(q), 0) == (ssize_t)strlen(q), "send %s", q);
-	n = recv(fd, buf, sizeof(buf) - 1, 0);
-	CHECK(n > 0, "no reply to %s", q);
-	buf[n] = '\0';
-	return buf;
-}
-
-/* The number after "@key": in @json. */
-static uint64_t
-json_u64(const char *json, const char *key)
-{
-	char pat[96];
-	const char *p;
-
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(json, pat);
-	CHECK(p != NULL, "no %s in %s", key, json);
-	return strtoull(p + strlen(pat), NULL, 10);
-}
-
 /*
  * The counters through DPDK telemetry (what dpdk-telemetry.py reads): the
  * device list, each counter as dpib_counters() has it, the device's port
@@ -361,23 +333,13 @@ json_u64(const char *json, const char *key)
 static void
 telemetry_counters(void)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	const char *const *names;
 	uint64_t before[128], after[128];
 	const char *r;
 	char q[64], want[64];
 	int fd, n, i;
 
-	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2",
-		 rte_eal_get_runtime_dir());
-	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	CHECK(fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0,
-	      "connect %s: errno %d", sa.sun_path, errno);
-	{
-		char hello[1024];
-
-		CHECK(recv(fd, hello, sizeof(hello), 0) > 0, "no greeting");
-	}
+	fd = tel_connect();
 	r = tel_query(fd, "/dpib/devices");
 	snprintf(want, sizeof(want), "\"%s\"",
 		 ibv_get_device_name(P.ctx->device));

@@ -10,12 +10,14 @@
  *   /dpib/counters,<device>    every counter of dpib_counters(), and
  *                              mbufs_in_use
  *   /dpib/info,<device>        port, addresses, MTUs, engine lcore
+ *   /dpib/cc,<device>          congestion control, paced QPs' rates
  *
  * Callbacks run on the telemetry thread; counters are read with relaxed
  * loads, as dpib_counters() does: each value is exact, the set is not a
  * snapshot.
  */
 #include <arpa/inet.h>
+#include <stdio.h>
 #include <string.h>
 #include <rte_mempool.h>
 #include <rte_telemetry.h>
@@ -99,6 +101,34 @@ tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 }
 
 /*
+ * Congestion control: the scheme, the line rate a QP starts from (0 until
+ * the first CNP asked the port), and each paced QP's current rate
+ * ("qp_<qpn>": Mbit/s); a QP at the line rate is not paced and not listed.
+ */
+static int
+tel_cc(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	struct ib_dev *hw = dev_by_name(params);
+	uint32_t qpn[RTE_TEL_MAX_DICT_ENTRIES - 2], mbps[RTE_DIM(qpn)];
+	uint32_t i, n;
+	char key[32];
+
+	(void)cmd;
+	if (hw == NULL)
+		return -EINVAL;
+	n = ib_dcqcn_rates(hw, qpn, mbps, RTE_DIM(qpn));
+	rte_tel_data_start_dict(t);
+	rte_tel_data_add_dict_string(t, "cc", hw->conf.dcqcn.disabled ?
+				     "none" : "dcqcn");
+	rte_tel_data_add_dict_u64(t, "line_mbps", (uint64_t)hw->dcqcn.line);
+	for (i = 0; i < n; i++) {
+		snprintf(key, sizeof(key), "qp_%u", qpn[i]);
+		rte_tel_data_add_dict_u64(t, key, mbps[i]);
+	}
+	return 0;
+}
+
+/*
  * Registered once the devices exist, by the copy of the library that
  * created them: EAL's PMD plugins that link libibverbs.so.1 (mlx4/mlx5)
  * may load a second, idle copy of dpib into a program linked with
@@ -115,4 +145,8 @@ dpib_telemetry_register(void)
 	rte_telemetry_register_cmd("/dpib/info", tel_info,
 				   "A dpib device's port and addresses. "
 				   "Parameter: device name");
+	rte_telemetry_register_cmd("/dpib/cc", tel_cc,
+				   "A dpib device's congestion control and the "
+				   "rates of its paced QPs. Parameter: device "
+				   "name");
 }

@@ -474,10 +474,14 @@ ib_tx_flush(struct ib_dev *dev)
 	}
 	if (dev->tx_n == 0)
 		return;
+	/* Before the port owns them (it may free them at once); frames it
+	 * refuses stay at the head, already recorded.
+	 */
+	if (unlikely(dev->capture != NULL) && dev->tx_n > dev->tx_clean)
+		capture(dev, dev->tx_pending + dev->tx_clean,
+			(uint16_t)(dev->tx_n - dev->tx_clean));
 	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
 				(uint16_t)dev->tx_n);
-	if (unlikely(dev->capture != NULL) && sent)
-		capture(dev, dev->tx_pending, sent);
 	dev->cnt[IB_CNT_TX_PKTS] += sent;
 	if (sent < dev->tx_n)
 		memmove(dev->tx_pending, dev->tx_pending + sent,
