@@ -506,6 +506,44 @@ forged_responses_stale(void)
 	expect_dropped(f, n, "rx_drop_stale_response");
 }
 
+/*
+ * CNPs (RoCEv2 A17.9.3) slow a QP down, so only its peer may send one:
+ * from any other address it is dropped and nothing is cut; a CNP cut
+ * short is a bad length; the peer's is taken (one cut) and never answered.
+ * Last: it leaves the target QP paced.
+ */
+static void
+forged_cnp(void)
+{
+	uint8_t f[256], zero[16] = { 0 };
+	uint64_t cuts = counter(&w, "dcqcn_rate_cut");
+	uint64_t rcvd = counter(&w, "cnp_received");
+	uint64_t naks, acks;
+	uint32_t n;
+
+	fresh();
+	n = frame(f, inet_addr("192.0.2.66"), IB_CNP, tqpn, 0, zero, 16,
+		  NULL, 0);
+	expect_dropped(f, n, "rx_drop_path_mismatch");
+	n = frame(f, htonl(INADDR_LOOPBACK), IB_CNP, tqpn, 0, zero, 8, NULL, 0);
+	expect_dropped(f, n, "rx_drop_bad_length");
+	CHECK(counter(&w, "dcqcn_rate_cut") == cuts &&
+	      counter(&w, "cnp_received") == rcvd, "a forged CNP was taken");
+	naks = counter(&w, "nak_sent");
+	acks = counter(&w, "ack_sent");
+	n = frame(f, htonl(INADDR_LOOPBACK), IB_CNP, tqpn, 0, zero, 16,
+		  NULL, 0);
+	inject_sync(&w, f, n);
+	CHECK(counter(&w, "cnp_received") == rcvd + 1 &&
+	      counter(&w, "dcqcn_rate_cut") == cuts + 1,
+	      "the peer's CNP: %" PRIu64 " received, %" PRIu64 " cuts",
+	      counter(&w, "cnp_received") - rcvd,
+	      counter(&w, "dcqcn_rate_cut") - cuts);
+	CHECK(counter(&w, "nak_sent") == naks && counter(&w, "ack_sent") == acks,
+	      "a CNP was answered");
+	expect_untouched("CNP");
+}
+
 /* ---- API misuse, each in a child of its own ---- */
 
 static void
@@ -598,6 +636,7 @@ main(void)
 	RUN(headers_checked);
 	RUN(ud_wrong_qkey);
 	RUN(forged_responses_stale);
+	RUN(forged_cnp);
 	for (r = 0; r < NREG; r++)
 		CHECK(ibv_dereg_mr(mr[r]) == 0, "dereg");
 	CHECK(ibv_dealloc_pd(pd_x) == 0, "dealloc");
