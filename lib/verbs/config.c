@@ -189,83 +189,60 @@ cpus_allowed(cpu_set_t *set)
  * refused with the reason rather than read wrong.
  */
 static int
-check_faults(const char *spec, char *why, size_t len)
+check_fault(const char *item, const char *val, void *arg, char *why,
+	    size_t len)
 {
 	static const char *const rates[] = {
 		"drop", "dup", "reorder", "corrupt", "delay", "ecn_pmax", NULL,
 	};
-	char buf[1024], *item, *save = NULL;
+	static const struct {
+		const char *name;
+		unsigned long min, max;
+	} ints[] = {
+		{ "delay_us", 1, FAULT_DELAY_MAX },
+		{ "seed", 0, FAULT_SEED_MAX },
+		{ "nak_drop", 1, FAULT_NAK_DROP_MAX },
+		{ "rate_mbps", 1, FAULT_RATE_MAX },
+		{ "queue", 1, FAULT_QUEUE_MAX },
+		{ "ecn_kmin", 1, FAULT_QUEUE_MAX },
+		{ "ecn_kmax", 1, FAULT_QUEUE_MAX },
+	};
 	unsigned long u;
 	unsigned int i;
+	char *end;
+	double v;
 
-	if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf)) {
-		snprintf(why, len, "longer than %zu characters",
-			 sizeof(buf) - 1);
+	(void)arg;
+	for (i = 0; rates[i] != NULL; i++)
+		if (strcmp(item, rates[i]) == 0)
+			break;
+	if (rates[i] != NULL) {
+		v = strtod(val, &end);
+		if ((isdigit((unsigned char)*val) || *val == '.') &&
+		    *end == '\0' && v >= 0 && v <= 1)
+			return 0;
+		snprintf(why, len, "%s must be 0..1", item);
 		return -EINVAL;
 	}
-	for (item = strtok_r(buf, ",", &save); item != NULL;
-	     item = strtok_r(NULL, ",", &save)) {
-		char *val = strchr(item, '='), *end;
-		double v;
-
-		if (val == NULL) {
-			snprintf(why, len, "'%s' must be name=value", item);
-			return -EINVAL;
-		}
-		*val++ = '\0';
-		for (i = 0; rates[i] != NULL; i++)
-			if (strcmp(item, rates[i]) == 0)
-				break;
-		if (rates[i] != NULL) {
-			v = strtod(val, &end);
-			if ((isdigit((unsigned char)*val) || *val == '.') &&
-			    *end == '\0' && v >= 0 && v <= 1)
-				continue;
-			snprintf(why, len, "%s must be 0..1", item);
-			return -EINVAL;
-		}
-		if (strcmp(item, "delay_us") == 0) {
-			if (parse_uint(val, 1, FAULT_DELAY_MAX, &u) == 0)
-				continue;
-			snprintf(why, len, "delay_us must be 1..%u",
-				 FAULT_DELAY_MAX);
-			return -EINVAL;
-		}
-		if (strcmp(item, "seed") == 0) {
-			if (parse_uint(val, 0, FAULT_SEED_MAX, &u) == 0)
-				continue;
-			snprintf(why, len, "seed must be 0..%u", FAULT_SEED_MAX);
-			return -EINVAL;
-		}
-		if (strcmp(item, "nak_drop") == 0) {
-			if (parse_uint(val, 1, FAULT_NAK_DROP_MAX, &u) == 0)
-				continue;
-			snprintf(why, len, "nak_drop must be 1..%u",
-				 FAULT_NAK_DROP_MAX);
-			return -EINVAL;
-		}
-		if (strcmp(item, "rate_mbps") == 0) {
-			if (parse_uint(val, 1, FAULT_RATE_MAX, &u) == 0)
-				continue;
-			snprintf(why, len, "rate_mbps must be 1..%u",
-				 FAULT_RATE_MAX);
-			return -EINVAL;
-		}
-		if (strcmp(item, "queue") == 0 ||
-		    strcmp(item, "ecn_kmin") == 0 ||
-		    strcmp(item, "ecn_kmax") == 0) {
-			if (parse_uint(val, 1, FAULT_QUEUE_MAX, &u) == 0)
-				continue;
-			snprintf(why, len, "%s must be 1..%u", item,
-				 FAULT_QUEUE_MAX);
-			return -EINVAL;
-		}
-		snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
-			 "corrupt, delay, delay_us, seed, nak_drop, rate_mbps, "
-			 "queue, ecn_kmin, ecn_kmax, ecn_pmax", item);
+	for (i = 0; i < RTE_DIM(ints); i++) {
+		if (strcmp(item, ints[i].name) != 0)
+			continue;
+		if (parse_uint(val, ints[i].min, ints[i].max, &u) == 0)
+			return 0;
+		snprintf(why, len, "%s must be %lu..%lu", item, ints[i].min,
+			 ints[i].max);
 		return -EINVAL;
 	}
-	return 0;
+	snprintf(why, len, "unknown '%s'; known are drop, dup, reorder, "
+		 "corrupt, delay, delay_us, seed, nak_drop, rate_mbps, "
+		 "queue, ecn_kmin, ecn_kmax, ecn_pmax", item);
+	return -EINVAL;
+}
+
+static int
+check_faults(const char *spec, char *why, size_t len)
+{
+	return ib_kv_walk(spec, check_fault, NULL, why, len);
 }
 
 static struct ib_dev_conf *

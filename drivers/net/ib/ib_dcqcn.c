@@ -92,51 +92,46 @@ static const struct dcqcn_key dcqcn_keys[] = {
 	KEY(cnp_us, 0, 1000000),
 };
 
-/* "ai_mbps=40,t_us=55,...": the keys given replace the defaults. */
+/* One "name=value" of the dcqcn key into the configuration @arg. */
+static int
+set_param(const char *name, const char *val, void *arg, char *why,
+	  size_t len)
+{
+	unsigned int i;
+	unsigned long v;
+	char *end;
+
+	for (i = 0; i < RTE_DIM(dcqcn_keys); i++)
+		if (strcmp(name, dcqcn_keys[i].name) == 0)
+			break;
+	if (i == RTE_DIM(dcqcn_keys)) {
+		snprintf(why, len, "unknown parameter '%s'", name);
+		return -EINVAL;
+	}
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (*val < '0' || *val > '9' || *end != '\0' || errno != 0 ||
+	    v < dcqcn_keys[i].min || v > dcqcn_keys[i].max) {
+		snprintf(why, len, "%s must be %u..%u", name,
+			 dcqcn_keys[i].min, dcqcn_keys[i].max);
+		return -EINVAL;
+	}
+	*(uint32_t *)((char *)arg + dcqcn_keys[i].off) = (uint32_t)v;
+	return 0;
+}
+
+/* "ai_mbps=5,t_us=55,...": the keys given replace the defaults. */
 int
 ib_dcqcn_parse(const char *spec, struct ib_dcqcn_conf *c, char *why,
 	       size_t len)
 {
-	char buf[512], *item, *save = NULL;
-	unsigned int i;
+	int ret = ib_kv_walk(spec, set_param, c, why, len);
 
-	if (snprintf(buf, sizeof(buf), "%s", spec) >= (int)sizeof(buf)) {
-		snprintf(why, len, "longer than %zu characters",
-			 sizeof(buf) - 1);
-		return -EINVAL;
-	}
-	for (item = strtok_r(buf, ",", &save); item != NULL;
-	     item = strtok_r(NULL, ",", &save)) {
-		char *val = strchr(item, '='), *end;
-		unsigned long v;
-
-		if (val == NULL) {
-			snprintf(why, len, "'%s' must be name=value", item);
-			return -EINVAL;
-		}
-		*val++ = '\0';
-		for (i = 0; i < RTE_DIM(dcqcn_keys); i++)
-			if (strcmp(item, dcqcn_keys[i].name) == 0)
-				break;
-		if (i == RTE_DIM(dcqcn_keys)) {
-			snprintf(why, len, "unknown parameter '%s'", item);
-			return -EINVAL;
-		}
-		errno = 0;
-		v = strtoul(val, &end, 10);
-		if (*val < '0' || *val > '9' || *end != '\0' || errno != 0 ||
-		    v < dcqcn_keys[i].min || v > dcqcn_keys[i].max) {
-			snprintf(why, len, "%s must be %u..%u", item,
-				 dcqcn_keys[i].min, dcqcn_keys[i].max);
-			return -EINVAL;
-		}
-		*(uint32_t *)((char *)c + dcqcn_keys[i].off) = (uint32_t)v;
-	}
-	if (c->line_mbps != 0 && c->min_mbps > c->line_mbps) {
+	if (ret == 0 && c->line_mbps != 0 && c->min_mbps > c->line_mbps) {
 		snprintf(why, len, "min_mbps above line_mbps");
 		return -EINVAL;
 	}
-	return 0;
+	return ret;
 }
 
 void

@@ -704,6 +704,12 @@ ib_cc_open(const struct ib_qp *qp)
 	       (int32_t)qp->cc.cwnd;
 }
 
+/* ib_kv.c: "name=value,..." lists of the configuration */
+typedef int (*ib_kv_fn)(const char *name, const char *val, void *arg,
+			char *why, size_t len);
+int ib_kv_walk(const char *spec, ib_kv_fn fn, void *arg, char *why,
+	       size_t len);
+
 /* May the QP send a packet now, as far as DCQCN's pacer goes? */
 static inline int
 ib_pace_ok(struct ib_qp *qp)
