@@ -22,6 +22,7 @@
 #include <unistd.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
+#include <rte_log.h>
 
 #include "verbs_priv.h"
 
@@ -144,6 +145,49 @@ remove_runtime_dir(void)
 	rmdir(runtime_dir);
 }
 
+#define MEMIF_SETTLE_MS	50	/* for a peer's link to go down */
+#define MEMIF_DRAIN_MS	10	/* then for its disconnect to finish */
+
+static int
+is_memif(uint16_t port)
+{
+	struct rte_eth_dev_info info;
+
+	return rte_eth_dev_info_get(port, &info) == 0 &&
+	       info.driver_name != NULL &&
+	       strcmp(info.driver_name, "net_memif") == 0;
+}
+
+/*
+ * After a port was stopped: a memif port of this process whose peer it was
+ * is being disconnected by EAL's interrupt thread right now. Stopping it
+ * meanwhile disconnects it twice at once (memif frees its control channel
+ * from both threads: "Invalid memory", or worse). Wait, briefly, for each
+ * later memif port still up to go down, and then a little more: memif
+ * reports the link down first and frees after (without the extra wait the
+ * double free was seen every time). One whose peer is elsewhere stays up
+ * and costs MEMIF_SETTLE_MS.
+ */
+static void
+memif_settle(uint16_t stopped)
+{
+	struct rte_eth_link link;
+	uint16_t port;
+	int ms;
+
+	RTE_ETH_FOREACH_DEV(port) {
+		if (port <= stopped || !is_memif(port))
+			continue;
+		for (ms = 0; ms < MEMIF_SETTLE_MS; ms++) {
+			if (rte_eth_link_get_nowait(port, &link) != 0 ||
+			    !link.link_status)
+				break;
+			usleep(1000);
+		}
+		usleep(MEMIF_DRAIN_MS * 1000);
+	}
+}
+
 static void
 dpib_exit(void)
 {
@@ -154,8 +198,12 @@ dpib_exit(void)
 	ib_engine_shutdown();
 	ib_mem_exiting();
 	RTE_ETH_FOREACH_DEV(port) {
+		int memif = is_memif(port);
+
 		rte_eth_dev_stop(port);
 		rte_eth_dev_close(port);
+		if (memif)
+			memif_settle(port);
 	}
 	/*
 	 * No rte_eal_cleanup(): EAL runs in memory (no files to remove but the
@@ -203,6 +251,15 @@ eal_start(void)
 		argv[argc++] = tok;
 	argv[argc] = NULL;
 
+	/*
+	 * DPDK's own log stream writes to stdout and syslog. syslog() from
+	 * EAL's interrupt thread (a memif peer going away) while the program
+	 * exits deadlocks in glibc: exit holds stdio's list lock and flushes
+	 * into syslog, whose lock the interrupt thread holds while it opens
+	 * /etc/localtime, which needs the list lock (seen as a test that
+	 * never ends). Diagnostics go to stderr, unbuffered, and no further.
+	 */
+	rte_openlog_stream(stderr);
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
 		fprintf(stderr, "dpib: EAL initialisation failed: %s\n",
