@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <rte_eal.h>
+#include <rte_log.h>
 
 #include "telemetry.h"
 #include "verbs_util.h"
@@ -388,6 +389,41 @@ telemetry_counters(void)
 	close(fd);
 }
 
+/*
+ * DPDK log types a user can select: the driver's (control path and data
+ * path) under pmd.net.ib.*, the library's as lib.dpib; none registered
+ * under a name the build failed to give (RTE_LOG_DEFAULT_LOGTYPE).
+ */
+static void
+log_types_selectable(void)
+{
+	static const char *const names[] = {
+		"pmd.net.ib.driver", "pmd.net.ib.dp", "lib.dpib",
+	};
+	char *dump = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&dump, &len);
+	unsigned int i;
+
+	CHECK(f != NULL, "memstream");
+	rte_log_dump(f);
+	fclose(f);
+	CHECK(strstr(dump, "RTE_LOG_DEFAULT_LOGTYPE") == NULL,
+	      "a type without its name: %s", dump);
+	for (i = 0; i < RTE_DIM(names); i++)
+		CHECK(strstr(dump, names[i]) != NULL, "no log type %s",
+		      names[i]);
+	free(dump);
+	CHECK(rte_log_set_level_pattern("pmd.net.ib.*", RTE_LOG_DEBUG) == 0,
+	      "set pattern");
+	CHECK(rte_log_get_level(rte_log_register("pmd.net.ib.driver")) ==
+	      RTE_LOG_DEBUG &&
+	      rte_log_get_level(rte_log_register("pmd.net.ib.dp")) ==
+	      RTE_LOG_DEBUG, "pmd.net.ib.* did not select both");
+	CHECK(rte_log_set_level_pattern("pmd.net.ib.*", RTE_LOG_NOTICE) == 0,
+	      "set pattern back");
+}
+
 int
 main(int argc, char **argv)
 {
@@ -403,6 +439,7 @@ main(int argc, char **argv)
 	RUN(busy_objects);
 	RUN(unsupported_types_say_so);
 	RUN(telemetry_counters);
+	RUN(log_types_selectable);
 	pair_close(&P);
 	CHECK_DONE();
 }

@@ -500,7 +500,7 @@ line_error(const struct parser *p, const char *what, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "dpib: %s:%u: %s: %s\n", p->path, p->line, what, why);
+	DPIB_LOG(ERR, "%s:%u: %s: %s", p->path, p->line, what, why);
 	return -EINVAL;
 }
 
@@ -641,7 +641,7 @@ parse(struct parser *p, FILE *f)
 	}
 	if (ferror(f)) {
 		ret = errno ? errno : EIO;
-		fprintf(stderr, "dpib: DPIB_CONF=%s: cannot read: %s\n",
+		DPIB_LOG(ERR, "DPIB_CONF=%s: cannot read: %s",
 			p->path, strerror(ret));
 		return -ret;
 	}
@@ -657,7 +657,7 @@ check_devices(struct parser *p)
 	unsigned int i;
 
 	if (cfg->ndev == 0) {
-		fprintf(stderr, "dpib: %s: no [device NAME] section\n", p->path);
+		DPIB_LOG(ERR, "%s: no [device NAME] section", p->path);
 		return -EINVAL;
 	}
 	if (cfg->memory_mb < cfg->ndev * MEMORY_PER_DEV) {
@@ -712,7 +712,7 @@ load_file(struct dpib_config *cfg, const char *path)
 	f = fopen(path, "r");
 	if (f == NULL) {
 		ret = errno;
-		fprintf(stderr, "dpib: DPIB_CONF=%s: cannot read: %s\n", path,
+		DPIB_LOG(ERR, "DPIB_CONF=%s: cannot read: %s", path,
 			strerror(ret));
 		return -ret;
 	}
@@ -737,10 +737,10 @@ check_capture(const char *env, const char *path)
 		return 0;
 	}
 	if (strcmp(env, path) == 0)
-		fprintf(stderr, "dpib: DPIB_CAPTURE=%s: cannot write: %s\n",
+		DPIB_LOG(ERR, "DPIB_CAPTURE=%s: cannot write: %s",
 			env, strerror(ret));
 	else
-		fprintf(stderr, "dpib: DPIB_CAPTURE=%s: cannot write %s: %s\n",
+		DPIB_LOG(ERR, "DPIB_CAPTURE=%s: cannot write %s: %s",
 			env, path, strerror(ret));
 	return -ret;
 }
@@ -757,7 +757,7 @@ apply_env(struct dpib_config *cfg)
 
 	if (faults != NULL && *faults != '\0' &&
 	    check_faults(faults, why, sizeof(why)) != 0) {
-		fprintf(stderr, "dpib: DPIB_FAULTS=%s: %s\n", faults, why);
+		DPIB_LOG(ERR, "DPIB_FAULTS=%s: %s", faults, why);
 		return -EINVAL;
 	}
 	for (i = 0; i < cfg->ndev; i++) {
@@ -767,7 +767,7 @@ apply_env(struct dpib_config *cfg)
 		if (faults != NULL && *faults != '\0' &&
 		    (ib_fault_parse(faults, &d->fault[0]) != 0 ||
 		     ib_fault_parse(faults, &d->fault[1]) != 0)) {
-			fprintf(stderr, "dpib: DPIB_FAULTS=%s: not understood\n",
+			DPIB_LOG(ERR, "DPIB_FAULTS=%s: not understood",
 				faults);
 			return -EINVAL;
 		}
@@ -777,8 +777,8 @@ apply_env(struct dpib_config *cfg)
 		/* One file per device: the first keeps the name given. */
 		if (snprintf(d->capture, sizeof(d->capture), i ? "%s.%s" : "%s",
 			     cap, d->name) >= (int)sizeof(d->capture)) {
-			fprintf(stderr, "dpib: DPIB_CAPTURE=%s: longer than %zu "
-				"characters\n", cap, sizeof(d->capture) - 1 -
+			DPIB_LOG(ERR, "DPIB_CAPTURE=%s: longer than %zu "
+				"characters", cap, sizeof(d->capture) - 1 -
 				(i ? strlen(d->name) + 1 : 0));
 			return -ENAMETOOLONG;
 		}
@@ -810,8 +810,8 @@ dpib_config_load(struct dpib_config *cfg)
 	/* The environment overrides the file (benchmarks want polling). */
 	if (mode != NULL && *mode != '\0' &&
 	    parse_mode(mode, &cfg->engine_mode) != 0) {
-		fprintf(stderr, "dpib: DPIB_ENGINE_MODE=%s: must be adaptive, "
-			"poll or inline\n", mode);
+		DPIB_LOG(ERR, "DPIB_ENGINE_MODE=%s: must be adaptive, "
+			"poll or inline", mode);
 		return -EINVAL;
 	}
 	return apply_env(cfg);

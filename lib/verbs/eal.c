@@ -26,6 +26,8 @@
 
 #include "verbs_priv.h"
 
+RTE_LOG_REGISTER(dpib_logtype, lib.dpib, NOTICE);
+
 /* The arguments dpib chooses (at most 10), the user's, and NULL. */
 #define MAX_ARGS (16 + DPIB_MAX_EAL_ARGS)
 
@@ -262,7 +264,7 @@ eal_start(void)
 	rte_openlog_stream(stderr);
 	ret = rte_eal_init(argc, argv);
 	if (ret < 0) {
-		fprintf(stderr, "dpib: EAL initialisation failed: %s\n",
+		DPIB_LOG(ERR, "EAL initialisation failed: %s",
 			rte_strerror(rte_errno));
 		return rte_errno ? rte_errno : EINVAL;
 	}
@@ -302,7 +304,7 @@ init_once_fn(void)
 		c->lcore = 1;
 		ret = ib_dev_create(c, &d->hw);
 		if (ret != 0) {
-			fprintf(stderr, "dpib: device %s on '%s': %s\n",
+			DPIB_LOG(ERR, "device %s on '%s': %s",
 				c->name, c->port, strerror(-ret));
 			continue;
 		}

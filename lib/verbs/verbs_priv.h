@@ -5,9 +5,19 @@
 #define VERBS_PRIV_H
 
 #include <infiniband/verbs.h>
+#include <rte_log.h>
 
 #include "ib_hca.h"
 #include "dpib.h"
+
+/*
+ * The library's messages: DPDK log type lib.dpib, through the log stream
+ * (stderr, eal.c), one line each, "dpib: " first. Before EAL starts too.
+ */
+extern int dpib_logtype;
+#define DPIB_LOG(level, fmt, ...) \
+	rte_log(RTE_LOG_ ## level, dpib_logtype, "dpib: " fmt "\n", \
+		##__VA_ARGS__)
 
 #define DPIB_MAX_DEVICES	8
 #define DPIB_MAX_EAL_ARGS	48	/* [eal] args: words passed to EAL */

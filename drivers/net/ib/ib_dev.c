@@ -16,8 +16,9 @@
 
 #include "ib_hca.h"
 
-RTE_LOG_REGISTER_SUFFIX(ib_logtype, init, NOTICE);
-RTE_LOG_REGISTER_SUFFIX(ib_logtype_dp, dp, NOTICE);
+/* --log-level=pmd.net.ib.*:debug selects both. */
+RTE_LOG_REGISTER(ib_logtype, pmd.net.ib.driver, NOTICE);
+RTE_LOG_REGISTER(ib_logtype_dp, pmd.net.ib.dp, NOTICE);
 
 #define IB_NB_MBUF	8192
 #define IB_NB_DESC	1024

@@ -35,8 +35,12 @@ extern int ib_logtype_dp;
 #define IB_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_ ## level, ib_logtype, "%s(): " fmt "\n", \
 		__func__, ##__VA_ARGS__)
-#define IB_DP_LOG(level, fmt, ...) \
-	RTE_LOG_DP(level, PMD, "ib: %s(): " fmt "\n", __func__, ##__VA_ARGS__)
+/* Data path: compiled out above RTE_LOG_DP_LEVEL (INFO unless debug). */
+#define IB_DP_LOG(level, fmt, ...) do { \
+	if (RTE_LOG_ ## level <= RTE_LOG_DP_LEVEL) \
+		rte_log(RTE_LOG_ ## level, ib_logtype_dp, "%s(): " fmt "\n", \
+			__func__, ##__VA_ARGS__); \
+} while (0)
 
 /* Device limits reported by ibv_query_device and enforced at creation. */
 #define IB_MAX_QP		65536
