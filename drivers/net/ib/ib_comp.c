@@ -13,25 +13,6 @@
 
 #include "ib_hca.h"
 
-/* Requests holding a READ/atomic credit (ATOMIC WRITE included). */
-static int
-is_read_atomic(uint32_t opcode)
-{
-	return opcode == IBV_WR_RDMA_READ ||
-	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
-	       opcode == IBV_WR_ATOMIC_WRITE;
-}
-
-/* Requests answered with data rather than a plain ACK. */
-static int
-wants_response(uint32_t opcode)
-{
-	return opcode == IBV_WR_RDMA_READ ||
-	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 static enum ibv_wc_opcode
 wc_opcode(uint32_t wr_opcode)
 {
@@ -76,7 +57,7 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	};
 
 	/* Its READ/atomic credit, if the requester holds one for it now. */
-	if (is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic &&
+	if (ib_wr_is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic &&
 	    (int32_t)(qp->req.wqe_idx - qp->comp.wqe_idx) > 0)
 		qp->req.rd_atomic--;
 	if (status == IBV_WC_SUCCESS)
@@ -159,7 +140,7 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 		}
 		if (psn_diff(st->first_psn, psn) > 0)
 			return;
-		if (wants_response(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
+		if (ib_wr_gets_data(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
 			/* Its responses come before any ACK past them: an
 			 * ACK beyond means they were lost (IBA 9.7.5.1.2).
 			 */
@@ -262,7 +243,7 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 		return NULL;
 	w = sq_wqe(qp, qp->comp.wqe_idx);
 	st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
-	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !wants_response(w->opcode))
+	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !ib_wr_gets_data(w->opcode))
 		return NULL;
 	expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) & IB_PSN_MASK;
 	if (psn == expect)

@@ -10,6 +10,7 @@
  */
 
 #include <stdint.h>
+#include <infiniband/verbs.h>
 
 enum ib_opcode {
 	IB_RC_SEND_FIRST		= 0x00,
@@ -111,5 +112,28 @@ extern const uint8_t ib_hdr_len[IB_HDR_NUM];
 
 /* Work-request opcodes (enum ibv_wr_opcode) allowed per QP type. */
 int ib_wr_opcode_valid(int qp_type, int wr_opcode);
+
+/* Work requests that hold a READ/atomic credit (max_rd_atomic), ATOMIC
+ * WRITE included.
+ */
+static inline int
+ib_wr_is_read_atomic(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       opcode == IBV_WR_ATOMIC_WRITE;
+}
+
+/* Work requests answered with data, which lands in their local buffers:
+ * READ and the two atomics.
+ */
+static inline int
+ib_wr_gets_data(uint32_t opcode)
+{
+	return opcode == IBV_WR_RDMA_READ ||
+	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
+	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
 
 #endif /* IB_OPCODE_H */

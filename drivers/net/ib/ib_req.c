@@ -35,25 +35,6 @@ static const char *const req_state_name[] = {
 	[REQ_STOP] = "STOP",
 };
 
-/* Requests that hold a responder resource (max_rd_atomic credits). */
-static int
-wr_is_read_atomic(uint32_t opcode)
-{
-	return opcode == IBV_WR_RDMA_READ ||
-	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ||
-	       opcode == IBV_WR_ATOMIC_WRITE;
-}
-
-/* Requests whose local buffers receive data: READ and the atomics. */
-static int
-wr_writes_local(uint32_t opcode)
-{
-	return opcode == IBV_WR_RDMA_READ ||
-	       opcode == IBV_WR_ATOMIC_CMP_AND_SWP ||
-	       opcode == IBV_WR_ATOMIC_FETCH_AND_ADD;
-}
-
 /* Executed by the requester itself: nothing goes on the wire. */
 static int
 wr_is_local(uint32_t opcode)
@@ -131,7 +112,7 @@ req_opcode(const struct ib_send_wqe *w, int first, int last)
 static int
 check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 {
-	unsigned int access = wr_writes_local(w->opcode) ?
+	unsigned int access = ib_wr_gets_data(w->opcode) ?
 			      IBV_ACCESS_LOCAL_WRITE : 0;
 	uint32_t i;
 
@@ -210,7 +191,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 
 	if (qp->ibv.qp_type == IBV_QPT_UD)
 		return send_ud(qp, w);
-	if (!wr_writes_local(w->opcode)) {
+	if (!ib_wr_gets_data(w->opcode)) {
 		chunk = RTE_MIN(qp->path.mtu, w->length - qp->req.offset);
 		last = qp->req.offset + chunk == w->length;
 	}
@@ -267,7 +248,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	}
 	ib_tx(qp->dev, m);
 	qp->req.offset += chunk;
-	qp->req.psn = (qp->req.psn + (wr_is_read_atomic(w->opcode) ?
+	qp->req.psn = (qp->req.psn + (ib_wr_is_read_atomic(w->opcode) ?
 				      wqe_npkts(qp, w) : 1)) & IB_PSN_MASK;
 	if (psn_diff(qp->req.psn, qp->req.max_psn) > 0)
 		qp->req.max_psn = qp->req.psn;
@@ -297,7 +278,7 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 	    qp->swqe[(qp->req.wqe_idx - 1) & qp->sq.mask].status)
 		return REQ_STOP;	/* an error stops the SQ (C10-91) */
 	/* IBA 9.7.4.1.5 / 10.8.3.3: READ and atomic credits, and FENCE. */
-	if (wr_is_read_atomic(w->opcode) &&
+	if (ib_wr_is_read_atomic(w->opcode) &&
 	    qp->req.rd_atomic >= RTE_MAX(qp->attr.max_rd_atomic, 1))
 		return REQ_STOP;
 	if ((w->flags & IBV_SEND_FENCE) && qp->req.rd_atomic > 0)
@@ -371,7 +352,7 @@ ib_req_run(struct ib_qp *qp)
 			st->last_psn = (st->first_psn + st->npkts - 1) &
 				       IB_PSN_MASK;
 			qp->req.cur.idx = qp->req.cur.off = 0;
-			if (wr_is_read_atomic(w->opcode))
+			if (ib_wr_is_read_atomic(w->opcode))
 				qp->req.rd_atomic++;
 			state = REQ_SEND_PACKET;
 			break;
@@ -401,7 +382,7 @@ ib_req_run(struct ib_qp *qp)
 				 * in ARP never went out once it answered.)
 				 */
 				if (qp->req.offset == 0 &&
-				    wr_is_read_atomic(w->opcode))
+				    ib_wr_is_read_atomic(w->opcode))
 					qp->req.rd_atomic--;
 				state = REQ_STOP;
 			} else if (ret == 1) {
@@ -444,7 +425,7 @@ ib_req_run(struct ib_qp *qp)
 			/* Nothing more of it goes on the wire; it completes in
 			 * error once the WQEs before it have completed.
 			 */
-			if (qp->req.offset == 0 && wr_is_read_atomic(w->opcode) &&
+			if (qp->req.offset == 0 && ib_wr_is_read_atomic(w->opcode) &&
 			    st->npkts != 0)
 				qp->req.rd_atomic--;
 			st->status = IBV_WC_LOC_PROT_ERR;
@@ -476,7 +457,7 @@ ib_req_recount(struct ib_qp *qp)
 
 	qp->req.rd_atomic = 0;
 	for (idx = qp->comp.wqe_idx; idx != qp->req.wqe_idx; idx++)
-		if (wr_is_read_atomic(sq_wqe(qp, idx)->opcode) &&
+		if (ib_wr_is_read_atomic(sq_wqe(qp, idx)->opcode) &&
 		    qp->swqe[idx & qp->sq.mask].npkts != 0)
 			qp->req.rd_atomic++;
 }
@@ -498,7 +479,7 @@ ib_req_rewind(struct ib_qp *qp, uint32_t psn)
 		return;
 	st = &qp->swqe[idx & qp->sq.mask];
 	w = sq_wqe(qp, idx);
-	if (wr_is_read_atomic(w->opcode) || psn_diff(psn, st->first_psn) <= 0)
+	if (ib_wr_is_read_atomic(w->opcode) || psn_diff(psn, st->first_psn) <= 0)
 		psn = st->first_psn;
 	else
 		offset = psn_diff(psn, st->first_psn) * qp->path.mtu;
