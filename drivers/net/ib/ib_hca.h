@@ -740,6 +740,17 @@ void ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn);
 int ib_cq_timestamps(struct ib_cq *cq);
 uint64_t ib_cq_ts_to_ns(const struct ib_cq *cq, uint64_t ts);
 
+/* ib_cq_ex.c: the extended CQ (ibv_create_cq_ex) */
+int ib_cq_ex_check(const struct ibv_cq_init_attr_ex *attr);
+int ib_cq_ex_enable(struct ibv_cq *cq, uint64_t wc_flags);
+struct ibv_cq_ex *ib_cq_ex(struct ibv_cq *cq);
+uint64_t ib_clock_raw(void);
+
+/* ib_qp_ex.c: the ibv_wr_* batch (ibv_create_qp_ex) */
+int ib_qp_ex_check(const struct ibv_qp_init_attr_ex *attr);
+void ib_qp_ex_enable(struct ibv_qp *qp);
+struct ibv_qp_ex *ib_qp_ex(struct ibv_qp *qp);
+
 /* ib_srq.c */
 int ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
 		  struct ib_srq **out);
