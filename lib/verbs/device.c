@@ -106,12 +106,12 @@ ibv_open_device(struct ibv_device *device)
 	ctx->device = device;
 	ctx->cmd_fd = -1;
 	/* Asynchronous events arrive through this descriptor. */
-	if (ib_evq_init(&c->async, 1024, sizeof(struct ibv_async_event)) != 0) {
+	c->async = ib_evq_async();
+	if (c->async == NULL) {
 		free(c);
-		errno = ENOMEM;
 		return NULL;
 	}
-	ctx->async_fd = c->async.efd;
+	ctx->async_fd = ib_evq_fd(c->async);
 	ctx->num_comp_vectors = 1;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -122,7 +122,7 @@ ibv_open_device(struct ibv_device *device)
 	ctx->ops.post_srq_recv = ib_post_srq_recv;
 	ctx->ops.alloc_mw = dpib_alloc_mw;
 	ctx->ops.dealloc_mw = dpib_dealloc_mw;
-	ctx->ops.bind_mw = dpib_bind_mw;
+	ctx->ops.bind_mw = ib_bind_mw1;
 	return ctx;
 }
 
@@ -131,7 +131,7 @@ ibv_close_device(struct ibv_context *ctx)
 {
 	struct dpib_context *c = to_dctx(ctx);
 
-	ib_evq_fini(&c->async);
+	ib_evq_free(c->async);
 	pthread_mutex_destroy(&ctx->mutex);
 	free(c);
 	return 0;

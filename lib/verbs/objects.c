@@ -2,72 +2,37 @@
  * Copyright(c) 2026 dpib authors
  */
 /*
- * Verbs: protection domains, memory regions, completion queues and queue
- * pairs. Generic argument checks live here; the HCA does the rest.
+ * Verbs: protection domains, memory regions and windows, completion
+ * queues, queue pairs, shared receive queues and address handles. What
+ * verbs itself defines is checked here (comp vectors, the CQs' context,
+ * the return conventions); the HCA does the rest (hca_if.h).
  */
 #include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <unistd.h>
-#include <rte_malloc.h>
 
 #include "verbs_priv.h"
 
 #undef ibv_reg_mr
 #undef ibv_reg_mr_iova
 
-static void
-ref_get(uint32_t *ref)
-{
-	__atomic_fetch_add(ref, 1, __ATOMIC_RELAXED);
-}
-
-static void
-ref_put(uint32_t *ref)
-{
-	__atomic_fetch_sub(ref, 1, __ATOMIC_RELAXED);
-}
+/* A pointer result: NULL with errno set by the HCA. An int: 0 or errno. */
 
 struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *ctx)
 {
-	struct ib_pd *pd = rte_zmalloc("ib_pd", sizeof(*pd), 0);
-
-	if (pd == NULL) {
-		errno = ENOMEM;
-		return NULL;
-	}
-	pd->ibv.context = ctx;
-	return &pd->ibv;
+	return hca_alloc_pd(ctx);
 }
 
 int
-ibv_dealloc_pd(struct ibv_pd *ibpd)
+ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	struct ib_pd *pd = to_pd(ibpd);
-
-	if (__atomic_load_n(&pd->refcnt, __ATOMIC_RELAXED) != 0)
-		return EBUSY;
-	rte_free(pd);
-	return 0;
+	return hca_dealloc_pd(pd);
 }
 
 struct ibv_mr *
 ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 		 unsigned int access)
 {
-	struct ib_mr *mr;
-	int err;
-
-	err = ib_mr_reg(ctx_hw(pd->context), to_pd(pd), addr, length, iova,
-			access, &mr);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	mr->ibv.context = pd->context;
-	ref_get(&to_pd(pd)->refcnt);
-	return &mr->ibv;
+	return hca_reg_mr(ctx_hw(pd->context), pd, addr, length, iova, access);
 }
 
 struct ibv_mr *
@@ -85,319 +50,140 @@ ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 
 /* ibv_rereg_mr(3): 0, or IBV_REREG_MR_ERR_INPUT with errno (MR unchanged). */
 int
-ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *pd, void *addr,
+ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 	     size_t length, int access)
 {
-	struct ib_pd *old = to_pd(ibmr->pd);
-	int err;
+	int err = hca_rereg_mr(ctx_hw(mr->context), mr, flags, pd, addr,
+			       length, access);
 
-	err = ib_mr_rereg(ctx_hw(ibmr->context), to_mr(ibmr), flags,
-			  pd != NULL ? to_pd(pd) : NULL, addr, length, access);
 	if (err) {
 		errno = err;
 		return IBV_REREG_MR_ERR_INPUT;
-	}
-	if (flags & IBV_REREG_MR_CHANGE_PD) {
-		ref_get(&to_pd(pd)->refcnt);
-		ref_put(&old->refcnt);
 	}
 	return 0;
 }
 
 int
-ibv_dereg_mr(struct ibv_mr *ibmr)
+ibv_dereg_mr(struct ibv_mr *mr)
 {
-	struct ib_pd *pd = to_pd(ibmr->pd);
-	int err = ib_mr_dereg(ctx_hw(ibmr->context), to_mr(ibmr));
-
-	if (err)
-		return err;	/* EBUSY: a memory window is bound to it */
-	ref_put(&pd->refcnt);
-	return 0;
+	return hca_dereg_mr(ctx_hw(mr->context), mr);
 }
 
 /* ibv_alloc_mw(3), through context ops.alloc_mw: type 1 or 2, else EINVAL. */
 struct ibv_mw *
 dpib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
-	struct ib_mw *mw;
-	int err = ib_mw_alloc(ctx_hw(pd->context), to_pd(pd), type, &mw);
-
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	mw->ibv.context = pd->context;
-	ref_get(&to_pd(pd)->refcnt);
-	return &mw->ibv;
+	return hca_alloc_mw(ctx_hw(pd->context), pd, type);
 }
 
 /* ibv_dealloc_mw(3): a bound window is invalidated first. */
 int
-dpib_dealloc_mw(struct ibv_mw *ibmw)
+dpib_dealloc_mw(struct ibv_mw *mw)
 {
-	struct ib_pd *pd = to_pd(ibmw->pd);
-	int err = ib_mw_dealloc(ctx_hw(ibmw->context), to_mw(ibmw));
-
-	if (err)
-		return err;
-	ref_put(&pd->refcnt);
-	return 0;
-}
-
-/* ibv_bind_mw(3): the inline wrapper checked type and PDs already. */
-int
-dpib_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	return ib_bind_mw1(qp, mw, bind);
+	return hca_dealloc_mw(ctx_hw(mw->context), mw);
 }
 
 struct ibv_cq *
 ibv_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 	      struct ibv_comp_channel *channel, int comp_vector)
 {
-	struct ib_cq *cq;
-	int err;
-
 	if (comp_vector < 0 || comp_vector >= ctx->num_comp_vectors) {
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ib_cq_create(ctx_hw(ctx), cqe, &cq);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	cq->ibv.context = ctx;
-	cq->ibv.channel = channel;
-	cq->async = &to_dctx(ctx)->async;
-	if (channel != NULL) {
-		cq->channel = &container_of(channel, struct dpib_channel,
-					    ibv)->evq;
-		__atomic_fetch_add(&channel->refcnt, 1, __ATOMIC_RELAXED);
-	}
-	cq->ibv.cq_context = cq_context;
-	pthread_mutex_init(&cq->ibv.mutex, NULL);
-	pthread_cond_init(&cq->ibv.cond, NULL);
-	return &cq->ibv;
+	return hca_create_cq(ctx_hw(ctx), ctx, cqe, cq_context, channel,
+			     channel != NULL ? to_dchannel(channel)->evq : NULL,
+			     to_dctx(ctx)->async);
 }
 
 int
-ibv_destroy_cq(struct ibv_cq *ibcq)
+ibv_destroy_cq(struct ibv_cq *cq)
 {
-	struct ib_cq *cq = to_cq(ibcq);
-	struct ibv_comp_channel *channel = ibcq->channel;
-
-	if (__atomic_load_n(&cq->refcnt, __ATOMIC_RELAXED) != 0)
-		return EBUSY;
-	/* No new event once disarmed and the engine has passed by. */
-	__atomic_store_n(&cq->armed, IB_CQ_DISARMED, __ATOMIC_RELEASE);
-	ib_engine_quiesce(cq->dev);
-	dpib_cq_events_forget(cq);
-	if (channel != NULL)
-		__atomic_fetch_sub(&channel->refcnt, 1, __ATOMIC_RELAXED);
-	pthread_mutex_destroy(&ibcq->mutex);
-	pthread_cond_destroy(&ibcq->cond);
-	return ib_cq_destroy(cq);
+	return hca_destroy_cq(cq);
 }
 
 int
 ibv_resize_cq(struct ibv_cq *cq, int cqe)
 {
-	return ib_cq_resize(to_cq(cq), cqe);
+	return hca_resize_cq(cq, cqe);
 }
 
 struct ibv_qp *
 ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
-	struct ib_qp *qp;
-	int err;
-
 	if (init->send_cq == NULL || init->recv_cq == NULL ||
 	    init->send_cq->context != pd->context ||
 	    init->recv_cq->context != pd->context) {
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ib_qp_create(ctx_hw(pd->context), pd, init, &qp);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	qp->ibv.context = pd->context;
-	qp->ibv.qp_context = init->qp_context;
-	qp->ibv.pd = pd;
-	qp->ibv.send_cq = init->send_cq;
-	qp->ibv.recv_cq = init->recv_cq;
-	qp->ibv.srq = init->srq;
-	qp->ibv.state = IBV_QPS_RESET;
-	qp->ibv.qp_type = init->qp_type;
-	qp->async = &to_dctx(pd->context)->async;
-	pthread_mutex_init(&qp->ibv.mutex, NULL);
-	pthread_cond_init(&qp->ibv.cond, NULL);
-	if (init->srq != NULL)
-		ref_get(&to_srq(init->srq)->refcnt);
-	ref_get(&to_pd(pd)->refcnt);
-	ref_get(&to_cq(init->send_cq)->refcnt);
-	ref_get(&to_cq(init->recv_cq)->refcnt);
-	return &qp->ibv;
+	return hca_create_qp(ctx_hw(pd->context), pd, init,
+			     to_dctx(pd->context)->async);
 }
 
 int
 ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
-	return ib_qp_modify(to_qp(qp), attr, mask);
+	return hca_modify_qp(qp, attr, mask);
 }
 
 int
 ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	     struct ibv_qp_init_attr *init)
 {
-	return ib_qp_query(to_qp(qp), attr, mask, init);
+	return hca_query_qp(qp, attr, mask, init);
 }
 
 int
-ibv_destroy_qp(struct ibv_qp *ibqp)
+ibv_destroy_qp(struct ibv_qp *qp)
 {
-	struct ib_cq *scq = to_cq(ibqp->send_cq), *rcq = to_cq(ibqp->recv_cq);
-	struct ib_pd *pd = to_pd(ibqp->pd);
-	struct ib_qp *qp = to_qp(ibqp);
-	int err;
-
-	err = ib_qp_unpublish(qp);
-	if (err)
-		return err;
-	dpib_events_forget(ibqp->context, ibqp, &ibqp->mutex, &ibqp->cond,
-			   &ibqp->events_completed, &qp->events_reported);
-	if (ibqp->srq != NULL)
-		ref_put(&to_srq(ibqp->srq)->refcnt);
-	pthread_mutex_destroy(&ibqp->mutex);
-	pthread_cond_destroy(&ibqp->cond);
-	ib_qp_free(qp);
-	ref_put(&scq->refcnt);
-	ref_put(&rcq->refcnt);
-	ref_put(&pd->refcnt);
-	return 0;
+	return hca_destroy_qp(qp);
 }
 
 struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
-	struct ib_srq *srq;
-	int err;
-
-	err = ib_srq_create(ctx_hw(pd->context), init, &srq);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	srq->ibv.context = pd->context;
-	srq->ibv.srq_context = init->srq_context;
-	srq->ibv.pd = pd;
-	srq->async = &to_dctx(pd->context)->async;
-	pthread_mutex_init(&srq->ibv.mutex, NULL);
-	pthread_cond_init(&srq->ibv.cond, NULL);
-	ref_get(&to_pd(pd)->refcnt);
-	return &srq->ibv;
+	return hca_create_srq(ctx_hw(pd->context), pd, init,
+			      to_dctx(pd->context)->async);
 }
 
 int
 ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
-	return ib_srq_modify(to_srq(srq), attr, mask);
+	return hca_modify_srq(srq, attr, mask);
 }
 
 int
 ibv_query_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr)
 {
-	return ib_srq_query(to_srq(srq), attr);
+	return hca_query_srq(srq, attr);
 }
 
 int
-ibv_destroy_srq(struct ibv_srq *ibsrq)
+ibv_destroy_srq(struct ibv_srq *srq)
 {
-	struct ib_srq *srq = to_srq(ibsrq);
-	struct ib_pd *pd = to_pd(ibsrq->pd);
-	int err;
-
-	if (__atomic_load_n(&srq->refcnt, __ATOMIC_RELAXED) != 0)
-		return EBUSY;
-	ib_engine_quiesce(srq->dev);
-	dpib_events_forget(ibsrq->context, ibsrq, &ibsrq->mutex, &ibsrq->cond,
-			   &ibsrq->events_completed, &srq->events_reported);
-	err = ib_srq_destroy(srq);
-	if (err)
-		return err;
-	pthread_mutex_destroy(&ibsrq->mutex);
-	pthread_cond_destroy(&ibsrq->cond);
-	ref_put(&pd->refcnt);
-	return 0;
+	return hca_destroy_srq(srq);
 }
 
 struct ibv_ah *
 ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
-	struct ib_ah *ah;
-	int err;
-
-	err = ib_ah_create(ctx_hw(pd->context), attr, &ah);
-	if (err) {
-		errno = err;
-		return NULL;
-	}
-	ah->ibv.context = pd->context;
-	ah->ibv.pd = pd;
-	ref_get(&to_pd(pd)->refcnt);
-	return &ah->ibv;
+	return hca_create_ah(ctx_hw(pd->context), pd, attr);
 }
 
 int
-ibv_destroy_ah(struct ibv_ah *ibah)
+ibv_destroy_ah(struct ibv_ah *ah)
 {
-	ref_put(&to_pd(ibah->pd)->refcnt);
-	rte_free(to_ah(ibah));
-	return 0;
+	return hca_destroy_ah(ah);
 }
 
-/*
- * The address of the sender of a UD receive: for RoCEv2 over IPv6 the GRH
- * area is the IPv6 header (version nibble 6); over IPv4 it holds the IPv4
- * header in its last 20 bytes and begins with zeros. The source GID index
- * is the one of the local address the packet was sent to.
- */
+/* The address of the sender of a UD receive (the HCA reads the GRH). */
 int
 ibv_init_ah_from_wc(struct ibv_context *ctx, uint8_t port_num,
 		    struct ibv_wc *wc, struct ibv_grh *grh,
 		    struct ibv_ah_attr *ah_attr)
 {
-	const uint8_t *raw = (const uint8_t *)grh;
-	struct ib_dev *hw = ctx_hw(ctx);
-	uint32_t i;
-
-	memset(ah_attr, 0, sizeof(*ah_attr));
-	ah_attr->port_num = port_num;
-	ah_attr->sl = wc->sl;
-	if (!(wc->wc_flags & IBV_WC_GRH))
-		return 0;
-	ah_attr->is_global = 1;
-	ah_attr->grh.hop_limit = 64;
-	ah_attr->grh.sgid_index = 0;
-	if ((raw[0] >> 4) != 6) {
-		uint8_t *dgid = ah_attr->grh.dgid.raw;
-
-		dgid[10] = dgid[11] = 0xff;
-		memcpy(dgid + 12, raw + 20 + 12, 4);	/* its source */
-		return 0;
-	}
-	ah_attr->grh.dgid = grh->sgid;
-	for (i = 0; i < hw->ngid; i++)
-		if (memcmp(&hw->gid[i], &grh->dgid, sizeof(grh->dgid)) == 0)
-			ah_attr->grh.sgid_index = i;
-	ah_attr->grh.flow_label = rte_be_to_cpu_32(grh->version_tclass_flow) &
-				  0xfffff;
-	ah_attr->grh.traffic_class = (rte_be_to_cpu_32(grh->version_tclass_flow)
-				      >> 20) & 0xff;
-	return 0;
+	return hca_init_ah_from_wc(ctx_hw(ctx), port_num, wc, grh, ah_attr);
 }
 
 struct ibv_ah *
@@ -415,12 +201,12 @@ int
 ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)lid;	/* RoCE has no LIDs */
-	return ib_mcast_change(to_qp(qp), gid, 1);
+	return hca_mcast(qp, gid, 1);
 }
 
 int
 ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
 	(void)lid;
-	return ib_mcast_change(to_qp(qp), gid, 0);
+	return hca_mcast(qp, gid, 0);
 }

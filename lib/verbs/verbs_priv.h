@@ -41,13 +41,19 @@ struct dpib_device {
 struct dpib_context {
 	struct verbs_context vctx;	/* ends with struct ibv_context */
 	struct dpib_device *dev;
-	struct ib_evq async;		/* its fd is the context's async_fd */
+	struct ib_evq *async;		/* its fd is the context's async_fd */
 };
 
 struct dpib_channel {
 	struct ibv_comp_channel ibv;
-	struct ib_evq evq;
+	struct ib_evq *evq;
 };
+
+static inline struct dpib_channel *
+to_dchannel(struct ibv_comp_channel *ch)
+{
+	return container_of(ch, struct dpib_channel, ibv);
+}
 
 static inline struct dpib_context *
 to_dctx(struct ibv_context *ctx)
@@ -65,17 +71,9 @@ ctx_hw(struct ibv_context *ctx)
 /* config.c */
 int dpib_config_load(struct dpib_config *cfg);
 
-/* events.c */
-void dpib_events_forget(struct ibv_context *ctx, void *ibv_obj,
-			pthread_mutex_t *mutex, pthread_cond_t *cond,
-			const uint32_t *completed, const uint32_t *reported);
-void dpib_cq_events_forget(struct ib_cq *cq);
-
 /* objects.c: memory windows, through the context's ops */
 struct ibv_mw *dpib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
 int dpib_dealloc_mw(struct ibv_mw *mw);
-int dpib_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw,
-		 struct ibv_mw_bind *bind);
 
 /* cq_ex.c */
 struct ibv_cq_ex *dpib_create_cq_ex(struct ibv_context *ctx,

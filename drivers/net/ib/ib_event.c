@@ -17,6 +17,7 @@
 #include <sys/eventfd.h>
 
 #include <rte_cycles.h>
+#include <rte_malloc.h>
 
 #include "ib_hca.h"
 
@@ -185,4 +186,149 @@ ib_async_event(struct ib_evq *e, enum ibv_event_type type, void *obj)
 		break;
 	}
 	ib_evq_push(e, &ev);
+}
+
+static struct ib_evq *
+ib_evq_new(uint32_t entries, uint32_t rec_size)
+{
+	struct ib_evq *e = rte_zmalloc("ib_evq", sizeof(*e), 0);
+	int ret;
+
+	if (e == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	ret = ib_evq_init(e, entries, rec_size);
+	if (ret != 0) {
+		rte_free(e);
+		errno = -ret;
+		return NULL;
+	}
+	return e;
+}
+
+/* A context's queue of asynchronous events (struct ibv_async_event). */
+struct ib_evq *
+ib_evq_async(void)
+{
+	return ib_evq_new(1024, sizeof(struct ibv_async_event));
+}
+
+/* A completion channel's queue of CQ events. */
+struct ib_evq *
+ib_evq_channel(void)
+{
+	return ib_evq_new(4096, sizeof(struct ib_cq_event));
+}
+
+void
+ib_evq_free(struct ib_evq *e)
+{
+	if (e == NULL)
+		return;
+	ib_evq_fini(e);
+	rte_free(e);
+}
+
+/* The descriptor to read, poll or epoll for the queue's records. */
+int
+ib_evq_fd(const struct ib_evq *e)
+{
+	return e->efd;
+}
+
+/* A completion channel's next record (blocking unless O_NONBLOCK). */
+int
+ib_cq_event_get(struct ib_evq *channel, struct ibv_cq **cq, void **cq_context)
+{
+	struct ib_cq_event ev;
+	int err = ib_evq_pop(channel, &ev);
+
+	if (err)
+		return -err;
+	*cq = &ev.cq->ibv;
+	*cq_context = ev.cq->ibv.cq_context;
+	pthread_mutex_lock(&ev.cq->ibv.mutex);
+	ev.cq->comp_events_reported++;
+	pthread_mutex_unlock(&ev.cq->ibv.mutex);
+	return 0;
+}
+
+/* A context's next asynchronous event, counted against its object. */
+int
+ib_async_event_get(struct ib_evq *async, struct ibv_async_event *event)
+{
+	int err = ib_evq_pop(async, event);
+
+	if (err)
+		return -err;
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR:
+		pthread_mutex_lock(&event->element.cq->mutex);
+		to_cq(event->element.cq)->async_events_reported++;
+		pthread_mutex_unlock(&event->element.cq->mutex);
+		break;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		pthread_mutex_lock(&event->element.srq->mutex);
+		to_srq(event->element.srq)->events_reported++;
+		pthread_mutex_unlock(&event->element.srq->mutex);
+		break;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_DEVICE_FATAL:
+		break;
+	default:
+		pthread_mutex_lock(&event->element.qp->mutex);
+		to_qp(event->element.qp)->events_reported++;
+		pthread_mutex_unlock(&event->element.qp->mutex);
+		break;
+	}
+	return 0;
+}
+
+static int
+async_is_about(const void *rec, void *obj)
+{
+	const struct ibv_async_event *ev = rec;
+
+	return ev->element.qp == obj;	/* the union's pointers alias */
+}
+
+static int
+cq_event_is_about(const void *rec, void *cq)
+{
+	return ((const struct ib_cq_event *)rec)->cq == cq;
+}
+
+/*
+ * Before an object is freed: drop its events nobody has read from @async,
+ * then wait until the ones handed out are acknowledged.
+ */
+void
+ib_events_forget(struct ib_evq *async, void *ibv_obj, pthread_mutex_t *mutex,
+		 pthread_cond_t *cond, const uint32_t *completed,
+		 const uint32_t *reported)
+{
+	if (async != NULL)
+		ib_evq_purge(async, async_is_about, ibv_obj);
+	pthread_mutex_lock(mutex);
+	while (*completed != *reported)
+		pthread_cond_wait(cond, mutex);
+	pthread_mutex_unlock(mutex);
+}
+
+/* The same for a CQ, whose completion events may also be waiting. */
+void
+ib_cq_events_forget(struct ib_cq *cq)
+{
+	if (cq->channel != NULL)
+		ib_evq_purge(cq->channel, cq_event_is_about, cq);
+	pthread_mutex_lock(&cq->ibv.mutex);
+	while (cq->ibv.comp_events_completed != cq->comp_events_reported)
+		pthread_cond_wait(&cq->ibv.cond, &cq->ibv.mutex);
+	pthread_mutex_unlock(&cq->ibv.mutex);
+	ib_events_forget(cq->async, &cq->ibv, &cq->ibv.mutex, &cq->ibv.cond,
+			 &cq->ibv.async_events_completed,
+			 &cq->async_events_reported);
 }

@@ -28,6 +28,7 @@
 #include "ib_opcode.h"
 #include "ib_counters.h"
 #include "ib_dcqcn.h"
+#include "hca_if.h"
 
 extern int ib_logtype;
 extern int ib_logtype_dp;
@@ -641,6 +642,10 @@ ib_count(struct ib_dev *dev, enum ib_counter c)
 }
 
 /* ib_event.c */
+void ib_events_forget(struct ib_evq *async, void *ibv_obj,
+		      pthread_mutex_t *mutex, pthread_cond_t *cond,
+		      const uint32_t *completed, const uint32_t *reported);
+void ib_cq_events_forget(struct ib_cq *cq);
 int ib_evq_init(struct ib_evq *e, uint32_t entries, uint32_t rec_size);
 void ib_evq_fini(struct ib_evq *e);
 int ib_evq_push(struct ib_evq *e, const void *rec);
