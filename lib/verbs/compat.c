@@ -9,6 +9,7 @@
  * may register itself (its constructor does), but lists no device, so its
  * command helpers are never reached; they fail honestly if they are.
  */
+#include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -61,17 +62,19 @@ ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
 			    uint8_t eth_mac[6], uint16_t *vid)
 {
 	struct ib_dev *hw = ctx_hw(ctx);
-	uint32_t i;
+	union ibv_gid gid;
+	uint32_t i, n = hca_gid_count(hw);
 
 	if (!attr->is_global)
 		return ENOSYS;
-	for (i = 0; i < hw->ngid; i++)
-		if (memcmp(&attr->grh.dgid, &hw->gid[i], sizeof(hw->gid[i])) == 0)
+	for (i = 0; i < n; i++)
+		if (hca_gid(hw, i, &gid) == 0 &&
+		    memcmp(&attr->grh.dgid, &gid, sizeof(gid)) == 0)
 			break;
-	if (i == hw->ngid)
+	if (i == n)
 		return ENOSYS;	/* peers resolve inside the engine (ARP/ND) */
-	memcpy(eth_mac, hw->mac.addr_bytes, 6);
-	*vid = hw->conf.vlan ? hw->conf.vlan : 0xffff;
+	hca_mac(hw, eth_mac);
+	*vid = hca_conf(hw)->vlan ? hca_conf(hw)->vlan : 0xffff;
 	return 0;
 }
 
@@ -322,7 +325,7 @@ int
 ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey)
 {
 	(void)ctx;
-	if (port != 1 || (rte_be_to_cpu_16(pkey) & 0x7fff) != 0x7fff) {
+	if (port != 1 || (be16toh(pkey) & 0x7fff) != 0x7fff) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -334,23 +337,23 @@ _ibv_query_gid_table(struct ibv_context *ctx, struct ibv_gid_entry *entries,
 		     size_t max_entries, uint32_t flags, size_t entry_size)
 {
 	struct ib_dev *hw = ctx_hw(ctx);
-	uint32_t i;
+	uint32_t i, n = hca_gid_count(hw);
 
 	if (flags != 0 || entry_size < sizeof(struct ibv_gid_entry))
 		return -EINVAL;
-	if (max_entries < hw->ngid)
+	if (max_entries < n)
 		return -EINVAL;
-	for (i = 0; i < hw->ngid; i++) {
+	for (i = 0; i < n; i++) {
 		struct ibv_gid_entry *e = (void *)((uint8_t *)entries +
 						   i * entry_size);
 
 		memset(e, 0, entry_size);
-		e->gid = hw->gid[i];
+		hca_gid(hw, i, &e->gid);
 		e->gid_index = i;
 		e->port_num = 1;
 		e->gid_type = IBV_GID_TYPE_ROCE_V2;
 	}
-	return hw->ngid;
+	return n;
 }
 
 /*

@@ -4,6 +4,7 @@
 /*
  * Verbs: the device list, contexts and the device/port/GID/P_Key queries.
  */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
@@ -65,7 +66,7 @@ ibv_get_device_name(struct ibv_device *device)
 __be64
 ibv_get_device_guid(struct ibv_device *device)
 {
-	return container_of(device, struct dpib_device, ibv)->hw->guid;
+	return hca_guid(container_of(device, struct dpib_device, ibv)->hw);
 }
 
 int
@@ -208,17 +209,12 @@ int
 ibv_query_gid(struct ibv_context *ctx, uint8_t port, int index,
 	      union ibv_gid *gid)
 {
-	struct ib_dev *hw = ctx_hw(ctx);
-
-	if (port != 1 || index < 0 || index >= IB_GID_TBL_LEN) {
+	/* An empty entry reads as the zero GID, as rdma-core answers. */
+	if (port != 1 || index < 0 ||
+	    hca_gid(ctx_hw(ctx), (uint32_t)index, gid) == EINVAL) {
 		errno = EINVAL;
 		return -1;
 	}
-	/* An empty entry reads as the zero GID, as rdma-core answers. */
-	if ((uint32_t)index >= hw->ngid)
-		memset(gid, 0, sizeof(*gid));
-	else
-		*gid = hw->gid[index];
 	return 0;
 }
 
@@ -226,15 +222,16 @@ int
 _ibv_query_gid_ex(struct ibv_context *ctx, uint32_t port, uint32_t index,
 		  struct ibv_gid_entry *entry, uint32_t flags, size_t size)
 {
-	struct ib_dev *hw = ctx_hw(ctx);
+	union ibv_gid gid;
+	int err;
 
-	if (port != 1 || index >= IB_GID_TBL_LEN || flags != 0 ||
-	    size < sizeof(struct ibv_gid_entry))
+	if (port != 1 || flags != 0 || size < sizeof(struct ibv_gid_entry))
 		return EINVAL;
-	if (index >= hw->ngid)
-		return ENODATA;		/* an empty entry */
+	err = hca_gid(ctx_hw(ctx), index, &gid);
+	if (err)
+		return err;		/* ENODATA: an empty entry */
 	memset(entry, 0, size);
-	entry->gid = hw->gid[index];
+	entry->gid = gid;
 	entry->gid_index = index;
 	entry->port_num = 1;
 	entry->gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -246,12 +243,15 @@ int
 ibv_query_gid_type(struct ibv_context *ctx, uint8_t port, unsigned int index,
 		   int *type)
 {
-	if (port != 1 || index >= IB_GID_TBL_LEN) {
+	union ibv_gid gid;
+	int err = port != 1 ? EINVAL : hca_gid(ctx_hw(ctx), index, &gid);
+
+	if (err == EINVAL) {
 		errno = EINVAL;
 		return -1;
 	}
 	/* An empty entry: what rdma-core reports for one (RoCE v1). */
-	*type = index < ctx_hw(ctx)->ngid ? GID_TYPE_SYSFS_ROCE_V2 : 0;
+	*type = err == 0 ? GID_TYPE_SYSFS_ROCE_V2 : 0;
 	return 0;
 }
 
@@ -264,7 +264,7 @@ ibv_query_pkey(struct ibv_context *ctx, uint8_t port, int index,
 		errno = EINVAL;
 		return -1;
 	}
-	*pkey = rte_cpu_to_be_16(IB_DEFAULT_PKEY);
+	*pkey = htobe16(0xffff);	/* the default P_Key, full member */
 	return 0;
 }
 
@@ -272,40 +272,32 @@ int
 dpib_counters(struct ibv_context *ctx, const char *const **names,
 	      uint64_t *values, int n)
 {
-	struct ib_dev *hw = ctx_hw(ctx);
-	int i;
-
-	if (names != NULL)
-		*names = ib_counter_names;
-	ib_dev_port_stats(hw);
-	for (i = 0; values != NULL && i < n && i < IB_CNT_NUM; i++)
-		values[i] = __atomic_load_n(&hw->cnt[i], __ATOMIC_RELAXED);
-	return IB_CNT_NUM;
+	return hca_counters(ctx_hw(ctx), names, values, n);
 }
 
 int
 dpib_port_id(struct ibv_context *ctx, uint16_t *port_id)
 {
-	*port_id = ctx_hw(ctx)->port_id;
+	*port_id = hca_port_id(ctx_hw(ctx));
 	return 0;
 }
 
 int
 dpib_mbufs_in_use(struct ibv_context *ctx)
 {
-	return rte_mempool_in_use_count(ctx_hw(ctx)->pool);
+	return (int)hca_mbufs_in_use(ctx_hw(ctx));
 }
 
 int
 dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		 uint32_t *eth_mtu)
 {
-	struct ib_dev *hw = ctx_hw(ctx);
+	const struct ib_dev_conf *c = hca_conf(ctx_hw(ctx));
 
 	if (lcore != NULL)
-		*lcore = hw->conf.lcore;
+		*lcore = c->lcore;
 	if (eth_mtu != NULL)
-		*eth_mtu = hw->conf.mtu;
+		*eth_mtu = c->mtu;
 	return 0;
 }
 

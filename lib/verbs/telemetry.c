@@ -19,7 +19,6 @@
 #include <arpa/inet.h>
 #include <stdio.h>
 #include <string.h>
-#include <rte_mempool.h>
 #include <rte_telemetry.h>
 
 #include "verbs_priv.h"
@@ -34,7 +33,7 @@ dev_by_name(const char *name)
 		return NULL;
 	d = dpib_devices(&n);
 	for (i = 0; i < n; i++)
-		if (strcmp(d[i].hw->conf.name, name) == 0)
+		if (strcmp(hca_conf(d[i].hw)->name, name) == 0)
 			return d[i].hw;
 	return NULL;
 }
@@ -50,7 +49,7 @@ tel_devices(const char *cmd, const char *params, struct rte_tel_data *t)
 	d = dpib_devices(&n);
 	rte_tel_data_start_array(t, RTE_TEL_STRING_VAL);
 	for (i = 0; i < n; i++)
-		rte_tel_data_add_array_string(t, d[i].hw->conf.name);
+		rte_tel_data_add_array_string(t, hca_conf(d[i].hw)->name);
 	return 0;
 }
 
@@ -58,19 +57,18 @@ static int
 tel_counters(const char *cmd, const char *params, struct rte_tel_data *t)
 {
 	struct ib_dev *hw = dev_by_name(params);
-	int i;
+	const char *const *names;
+	uint64_t v[256];
+	int i, n;
 
 	(void)cmd;
 	if (hw == NULL)
 		return -EINVAL;
+	n = hca_counters(hw, &names, v, (int)RTE_DIM(v));
 	rte_tel_data_start_dict(t);
-	ib_dev_port_stats(hw);
-	for (i = 0; i < IB_CNT_NUM; i++)
-		rte_tel_data_add_dict_u64(t, ib_counter_names[i],
-					  __atomic_load_n(&hw->cnt[i],
-							  __ATOMIC_RELAXED));
-	rte_tel_data_add_dict_u64(t, "mbufs_in_use",
-				  rte_mempool_in_use_count(hw->pool));
+	for (i = 0; i < n && i < (int)RTE_DIM(v); i++)
+		rte_tel_data_add_dict_u64(t, names[i], v[i]);
+	rte_tel_data_add_dict_u64(t, "mbufs_in_use", hca_mbufs_in_use(hw));
 	return 0;
 }
 
@@ -78,25 +76,25 @@ static int
 tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 {
 	struct ib_dev *hw = dev_by_name(params);
+	const struct ib_dev_conf *c;
 	char ip[INET6_ADDRSTRLEN];
 
 	(void)cmd;
 	if (hw == NULL)
 		return -EINVAL;
+	c = hca_conf(hw);
 	rte_tel_data_start_dict(t);
-	rte_tel_data_add_dict_string(t, "port", hw->conf.port);
-	rte_tel_data_add_dict_int(t, "port_id", hw->port_id);
-	if (hw->conf.ip != 0 && inet_ntop(AF_INET, &hw->conf.ip, ip,
-					  sizeof(ip)) != NULL)
+	rte_tel_data_add_dict_string(t, "port", c->port);
+	rte_tel_data_add_dict_int(t, "port_id", hca_port_id(hw));
+	if (c->ip != 0 && inet_ntop(AF_INET, &c->ip, ip, sizeof(ip)) != NULL)
 		rte_tel_data_add_dict_string(t, "ip", ip);
-	if (hw->conf.has_ip6 && inet_ntop(AF_INET6, hw->conf.ip6, ip,
-					  sizeof(ip)) != NULL)
+	if (c->has_ip6 && inet_ntop(AF_INET6, c->ip6, ip, sizeof(ip)) != NULL)
 		rte_tel_data_add_dict_string(t, "ip6", ip);
-	rte_tel_data_add_dict_int(t, "vlan", hw->conf.vlan);
-	rte_tel_data_add_dict_int(t, "eth_mtu", (int)hw->conf.mtu);
-	rte_tel_data_add_dict_int(t, "active_mtu", 128 << hw->active_mtu);
-	rte_tel_data_add_dict_int(t, "engine_lcore", hw->conf.lcore);
-	rte_tel_data_add_dict_int(t, "loopback", hw->conf.loopback);
+	rte_tel_data_add_dict_int(t, "vlan", c->vlan);
+	rte_tel_data_add_dict_int(t, "eth_mtu", (int)c->mtu);
+	rte_tel_data_add_dict_int(t, "active_mtu", (int)hca_active_mtu(hw));
+	rte_tel_data_add_dict_int(t, "engine_lcore", c->lcore);
+	rte_tel_data_add_dict_int(t, "loopback", c->loopback);
 	return 0;
 }
 
@@ -118,9 +116,9 @@ tel_cc(const char *cmd, const char *params, struct rte_tel_data *t)
 		return -EINVAL;
 	n = ib_dcqcn_rates(hw, qpn, mbps, RTE_DIM(qpn));
 	rte_tel_data_start_dict(t);
-	rte_tel_data_add_dict_string(t, "cc", hw->conf.dcqcn.disabled ?
+	rte_tel_data_add_dict_string(t, "cc", hca_conf(hw)->dcqcn.disabled ?
 				     "none" : "dcqcn");
-	rte_tel_data_add_dict_u64(t, "line_mbps", (uint64_t)hw->dcqcn.line);
+	rte_tel_data_add_dict_u64(t, "line_mbps", hca_cc_line_mbps(hw));
 	for (i = 0; i < n; i++) {
 		snprintf(key, sizeof(key), "qp_%u", qpn[i]);
 		rte_tel_data_add_dict_u64(t, key, mbps[i]);

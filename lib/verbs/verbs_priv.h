@@ -7,7 +7,7 @@
 #include <infiniband/verbs.h>
 #include <rte_log.h>
 
-#include "ib_hca.h"
+#include "hca_if.h"
 #include "dpib.h"
 
 /*

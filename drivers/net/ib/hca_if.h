@@ -17,6 +17,8 @@
 #include <pthread.h>
 #include <infiniband/verbs.h>
 
+#include "ib_conf.h"
+
 struct ib_dev;
 struct ib_evq;
 
@@ -66,5 +68,60 @@ int ib_evq_fd(const struct ib_evq *e);
 int ib_cq_event_get(struct ib_evq *channel, struct ibv_cq **cq,
 		    void **cq_context);
 int ib_async_event_get(struct ib_evq *async, struct ibv_async_event *event);
+
+/* ib_dev.c: a device, brought up from its configuration */
+int ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out);
+int ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *attr);
+int ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *attr);
+void ib_dev_port_stats(struct ib_dev *dev);
+const struct ib_dev_conf *hca_conf(const struct ib_dev *dev);
+int hca_gid(const struct ib_dev *dev, uint32_t index, union ibv_gid *gid);
+uint32_t hca_gid_count(const struct ib_dev *dev);
+__be64 hca_guid(const struct ib_dev *dev);
+void hca_mac(const struct ib_dev *dev, uint8_t mac[6]);
+uint16_t hca_port_id(const struct ib_dev *dev);
+unsigned int hca_mbufs_in_use(const struct ib_dev *dev);
+unsigned int hca_active_mtu(const struct ib_dev *dev);
+uint32_t hca_cc_line_mbps(const struct ib_dev *dev);
+int hca_counters(struct ib_dev *dev, const char *const **names,
+		 uint64_t *values, int n);
+int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
+uint32_t ib_dcqcn_rates(struct ib_dev *dev, uint32_t *qpn, uint32_t *mbps,
+			uint32_t max);
+
+/* The data path, installed in each context's ops: rings and doorbells */
+int ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
+		 struct ibv_send_wr **bad);
+int ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
+		 struct ibv_recv_wr **bad);
+int ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
+		     struct ibv_recv_wr **bad);
+int ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
+int ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only);
+int ib_bind_mw1(struct ibv_qp *ibqp, struct ibv_mw *mw,
+		struct ibv_mw_bind *bind);
+
+/* ib_cq_ex.c, ib_qp_ex.c: the extended CQ and the ibv_wr_* batch */
+int ib_cq_ex_check(const struct ibv_cq_init_attr_ex *attr);
+int ib_cq_ex_enable(struct ibv_cq *cq, uint64_t wc_flags);
+struct ibv_cq_ex *ib_cq_ex(struct ibv_cq *cq);
+uint64_t ib_clock_raw(void);
+int ib_qp_ex_check(const struct ibv_qp_init_attr_ex *attr);
+void ib_qp_ex_enable(struct ibv_qp *qp);
+struct ibv_qp_ex *ib_qp_ex(struct ibv_qp *qp);
+
+/* The configuration's value lists (ib_kv.c, ib_fault.c, ib_dcqcn.c) */
+typedef int (*ib_kv_fn)(const char *name, const char *val, void *arg,
+			char *why, size_t len);
+int ib_kv_walk(const char *spec, ib_kv_fn fn, void *arg, char *why,
+	       size_t len);
+int ib_fault_parse(const char *spec, struct ib_fault_rates *r);
+int ib_dcqcn_parse(const char *spec, struct ib_dcqcn_conf *c, char *why,
+		   size_t len);
+void ib_dcqcn_conf_default(struct ib_dcqcn_conf *c);
+
+/* Process exit (ib_engine.c, ib_memhook.c) */
+void ib_engine_shutdown(void);
+void ib_mem_exiting(void);
 
 #endif

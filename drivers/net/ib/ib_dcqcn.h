@@ -8,25 +8,13 @@
  * RoCEv2 congestion control, DCQCN (ib_dcqcn.c): the layouts the device
  * and the QP embed, and the parameters a device is configured with.
  */
+#include <stddef.h>
 #include <stdint.h>
+
+#include "ib_conf.h"
 
 struct ib_dev;
 struct ib_qp;
-
-/* Parameters of a device (config keys cc and dcqcn). */
-struct ib_dcqcn_conf {
-	int disabled;		/* cc = none: no ECT, no CNP, no pacing */
-	uint32_t line_mbps;	/* the rate a QP starts at; 0: the port's */
-	uint32_t min_mbps;	/* no QP is paced below this */
-	uint32_t ai_mbps;	/* additive increase step */
-	uint32_t hai_mbps;	/* hyper increase step */
-	uint32_t t_us;		/* rate increase timer */
-	uint32_t k_us;		/* alpha update timer */
-	uint32_t bc_bytes;	/* byte counter: an increase every so many */
-	uint32_t f;		/* fast recovery steps before additive */
-	uint32_t g_inv;		/* alpha gain g = 1 / g_inv */
-	uint32_t cnp_us;	/* NP: at most one CNP per QP per interval */
-};
 
 /* What the device derives from them once (TSC units). */
 struct ib_dcqcn_dev {
@@ -56,16 +44,11 @@ struct ib_rp {
 	uint64_t np_last;	/* NP: the last CNP sent for this QP (TSC) */
 };
 
-void ib_dcqcn_conf_default(struct ib_dcqcn_conf *c);
-int ib_dcqcn_parse(const char *spec, struct ib_dcqcn_conf *c, char *why,
-		   size_t len);
 void ib_dcqcn_dev_init(struct ib_dev *dev);
 void ib_dcqcn_qp_init(struct ib_qp *qp);
 void ib_dcqcn_cnp_rx(struct ib_qp *qp);
 void ib_dcqcn_ce_rx(struct ib_qp *qp);
 void ib_dcqcn_sent(struct ib_qp *qp, uint32_t bytes);
 int ib_dcqcn_may_send(struct ib_qp *qp);
-uint32_t ib_dcqcn_rates(struct ib_dev *dev, uint32_t *qpn, uint32_t *mbps,
-			uint32_t max);
 
 #endif

@@ -12,6 +12,7 @@
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
+#include <rte_mempool.h>
 #include <rte_ring.h>
 
 #include "ib_hca.h"
@@ -368,4 +369,90 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	port_speed(link.link_speed, &a->active_width, &a->active_speed);
 	a->link_layer = IBV_LINK_LAYER_ETHERNET;
 	return 0;
+}
+
+/* ---- the device as the library sees it (hca_if.h) ---- */
+
+const struct ib_dev_conf *
+hca_conf(const struct ib_dev *dev)
+{
+	return &dev->conf;
+}
+
+/* GID @index of the table IB_GID_TBL_LEN long: 0, ENODATA for an empty
+ * entry (*gid zeroed), EINVAL past the table.
+ */
+int
+hca_gid(const struct ib_dev *dev, uint32_t index, union ibv_gid *gid)
+{
+	if (index >= IB_GID_TBL_LEN)
+		return EINVAL;
+	if (index >= dev->ngid) {
+		memset(gid, 0, sizeof(*gid));
+		return ENODATA;
+	}
+	*gid = dev->gid[index];
+	return 0;
+}
+
+uint32_t
+hca_gid_count(const struct ib_dev *dev)
+{
+	return dev->ngid;
+}
+
+__be64
+hca_guid(const struct ib_dev *dev)
+{
+	return dev->guid;
+}
+
+void
+hca_mac(const struct ib_dev *dev, uint8_t mac[6])
+{
+	memcpy(mac, dev->mac.addr_bytes, 6);
+}
+
+uint16_t
+hca_port_id(const struct ib_dev *dev)
+{
+	return dev->port_id;
+}
+
+unsigned int
+hca_mbufs_in_use(const struct ib_dev *dev)
+{
+	return rte_mempool_in_use_count(dev->pool);
+}
+
+/* The active IB MTU in bytes. */
+unsigned int
+hca_active_mtu(const struct ib_dev *dev)
+{
+	return 128u << dev->active_mtu;
+}
+
+/* DCQCN's line rate (Mbit/s), 0 until the first CNP asked the port. */
+uint32_t
+hca_cc_line_mbps(const struct ib_dev *dev)
+{
+	return (uint32_t)dev->dcqcn.line;
+}
+
+/*
+ * The device's counters: their names (static) and up to @n values, each
+ * read whole (the set is not a snapshot). Returns how many exist.
+ */
+int
+hca_counters(struct ib_dev *dev, const char *const **names, uint64_t *values,
+	     int n)
+{
+	int i;
+
+	if (names != NULL)
+		*names = ib_counter_names;
+	ib_dev_port_stats(dev);
+	for (i = 0; values != NULL && i < n && i < IB_CNT_NUM; i++)
+		values[i] = __atomic_load_n(&dev->cnt[i], __ATOMIC_RELAXED);
+	return IB_CNT_NUM;
 }

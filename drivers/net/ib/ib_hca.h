@@ -71,48 +71,9 @@ extern int ib_logtype_dp;
 #define IB_GID_TBL_LEN		16
 
 struct ib_dev;
+struct ib_fault;
 struct ib_engine;
 struct ib_neigh;
-
-/* How the engine makes progress (DESIGN.md, progress modes). */
-enum ib_engine_mode {
-	IB_ENGINE_ADAPTIVE,	/* own lcore; spin, yield, then sleep */
-	IB_ENGINE_POLL,		/* own lcore, always spinning */
-	IB_ENGINE_INLINE,	/* no lcore: ibv_poll_cq/post_send drive it */
-};
-
-/* Fault injection rates of one direction (ib_fault.c). */
-struct ib_fault_rates {
-	int enabled;
-	double drop, dup, reorder, corrupt, delay;
-	uint32_t delay_us;
-	uint32_t nak_drop;	/* requests lost after each NAK received */
-	uint32_t rate_mbps;	/* bottleneck: link rate (Mbit/s), 0: none */
-	uint32_t queue;		/* bottleneck: frames queued, tail drop */
-	uint32_t ecn_kmin;	/* bottleneck: marks CE from this queue depth */
-	uint32_t ecn_kmax;	/* ... with ecn_pmax at this one, all above */
-	double ecn_pmax;
-	uint64_t seed;
-};
-
-struct ib_fault;
-
-/* Device configuration, filled by lib/verbs from the config file. */
-struct ib_dev_conf {
-	char name[64];		/* dpibN */
-	char port[256];		/* vdev devargs or PCI address */
-	uint32_t ip;		/* IPv4, network order; 0: none */
-	uint8_t ip6[16];	/* IPv6; valid when has_ip6 */
-	uint8_t has_ip6;
-	uint16_t vlan;		/* 802.1Q VID, 0: untagged */
-	uint32_t mtu;		/* Ethernet MTU of the port */
-	int loopback;		/* the embedded loopback device */
-	int lcore;		/* engine lcore */
-	int engine_mode;	/* enum ib_engine_mode */
-	char capture[256];	/* pcap of transmitted frames, or "" */
-	struct ib_fault_rates fault[2];	/* requests, responses */
-	struct ib_dcqcn_conf dcqcn;	/* congestion control */
-};
 
 /* Engine -> application events (ib_event.c). */
 struct ib_evq {
@@ -655,11 +616,7 @@ void ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
 void ib_async_event(struct ib_evq *e, enum ibv_event_type type, void *obj);
 
 /* ib_dev.c */
-int ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out);
 void ib_dev_destroy(struct ib_dev *dev);
-int ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *attr);
-int ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *attr);
-void ib_dev_port_stats(struct ib_dev *dev);
 enum ibv_mtu ib_mtu_from_eth(uint32_t eth_mtu);
 
 /* ib_mr.c */
@@ -714,10 +671,6 @@ ib_cc_open(const struct ib_qp *qp)
 }
 
 /* ib_kv.c: "name=value,..." lists of the configuration */
-typedef int (*ib_kv_fn)(const char *name, const char *val, void *arg,
-			char *why, size_t len);
-int ib_kv_walk(const char *spec, ib_kv_fn fn, void *arg, char *why,
-	       size_t len);
 
 /* May the QP send a packet now, as far as DCQCN's pacer goes? */
 static inline int
@@ -728,7 +681,6 @@ ib_pace_ok(struct ib_qp *qp)
 
 /* ib_memhook.c: registered memory and the address space */
 int ib_mem_hooked(void);
-void ib_mem_exiting(void);
 int ib_mem_mapped(uintptr_t lo, uintptr_t hi, int write);
 int ib_mem_track(struct ib_mr *mr);
 void ib_mem_untrack(struct ib_mr *mr);
@@ -737,24 +689,12 @@ void ib_mem_retrack(struct ib_mr *mr, uintptr_t lo, uintptr_t hi);
 /* ib_cq.c */
 int ib_cq_create(struct ib_dev *dev, int cqe, struct ib_cq **out);
 int ib_cq_destroy(struct ib_cq *cq);
-int ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc);
 int ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited);
-int ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only);
 int ib_cq_resize(struct ib_cq *cq, int cqe);
 void ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn);
 int ib_cq_timestamps(struct ib_cq *cq);
 uint64_t ib_cq_ts_to_ns(const struct ib_cq *cq, uint64_t ts);
 
-/* ib_cq_ex.c: the extended CQ (ibv_create_cq_ex) */
-int ib_cq_ex_check(const struct ibv_cq_init_attr_ex *attr);
-int ib_cq_ex_enable(struct ibv_cq *cq, uint64_t wc_flags);
-struct ibv_cq_ex *ib_cq_ex(struct ibv_cq *cq);
-uint64_t ib_clock_raw(void);
-
-/* ib_qp_ex.c: the ibv_wr_* batch (ibv_create_qp_ex) */
-int ib_qp_ex_check(const struct ibv_qp_init_attr_ex *attr);
-void ib_qp_ex_enable(struct ibv_qp *qp);
-struct ibv_qp_ex *ib_qp_ex(struct ibv_qp *qp);
 
 /* ib_srq.c */
 int ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
@@ -762,12 +702,9 @@ int ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
 int ib_srq_modify(struct ib_srq *srq, struct ibv_srq_attr *attr, int mask);
 int ib_srq_query(struct ib_srq *srq, struct ibv_srq_attr *attr);
 int ib_srq_destroy(struct ib_srq *srq);
-int ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
-		     struct ibv_recv_wr **bad);
 int ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out);
 
 /* ib_fault.c */
-int ib_fault_parse(const char *spec, struct ib_fault_rates *r);
 int ib_fault_init(struct ib_dev *dev);
 void ib_fault_fini(struct ib_dev *dev);
 uint32_t ib_fault_apply(struct ib_dev *dev, struct rte_mbuf **pkts,
@@ -800,17 +737,11 @@ void ib_qp_to_sqe(struct ib_qp *qp);
 void ib_qp_flush(struct ib_qp *qp);
 
 /* ib_post.c */
-int ib_post_send(struct ibv_qp *ibqp, struct ibv_send_wr *wr,
-		 struct ibv_send_wr **bad);
-int ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
-		 struct ibv_recv_wr **bad);
 uint32_t ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
 			    struct ibv_recv_wr *wr, struct ibv_recv_wr **bad,
 			    int *err);
 int ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 		       const struct ibv_send_wr *wr);
-int ib_bind_mw1(struct ibv_qp *ibqp, struct ibv_mw *mw,
-		struct ibv_mw_bind *bind);
 
 /* ib_engine.c */
 int ib_engine_attach(struct ib_dev *dev);
@@ -824,7 +755,6 @@ int ib_engine_progress(void);
 #define IB_INLINE_PASSES	64	/* a post runs up to this many */
 #define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
 extern int ib_engine_inline;
-void ib_engine_shutdown(void);
 
 /* ib_net.c */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
@@ -839,7 +769,6 @@ int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_tx_room(const struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 int ib_capture_open(struct ib_dev *dev, const char *path);
-int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		struct ib_encap *h);
