@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef IB_PARAM_H
+#define IB_PARAM_H
+
+/* The HCA's limits and tunables: what it reports, what it enforces. */
+#include <rte_ether.h>
+#include <rte_mbuf.h>
+
+/* Device limits reported by ibv_query_device and enforced at creation. */
+#define IB_MAX_QP		65536
+#define IB_MAX_MR		65536
+#define IB_MAX_QP_WR		16384
+#define IB_MAX_SGE		32
+#define IB_MAX_CQE		65536
+#define IB_MAX_INLINE		256
+#define IB_MAX_RD_ATOMIC	128	/* as rxe: perftest asks for the peer's */
+#define IB_MAX_MSG_SZ		(1u << 31)
+#define IB_MAX_PD		65536
+#define IB_QPN_BASE		0x11	/* 0 and 1 are the special QPs */
+
+#define IB_TX_BURST		32
+#define IB_TX_PENDING		512	/* mbufs built but not yet taken by the port */
+#define IB_RX_BURST		32
+#define IB_REQ_BUDGET		32	/* packets one QP may send per engine pass */
+#define IB_MBUF_DATA		(4096 + 256 + RTE_PKTMBUF_HEADROOM)
+/* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */
+#define IB_HDR_MAX		(RTE_ETHER_HDR_LEN + 4 + 40 + 8)
+#define IB_MAX_GID		2	/* IPv4-mapped, then IPv6 */
+/*
+ * The GID table a port reports: more entries than it fills, as hardware
+ * has; the unused ones read as the zero GID (ibv_query_gid) or ENODATA
+ * (ibv_query_gid_ex), so programs see how an empty entry answers.
+ */
+#define IB_GID_TBL_LEN		16
+
+/* Multicast (ib_mcast.c) */
+#define IB_MAX_MCAST_GRP	64
+#define IB_MAX_MCAST_QPS	16	/* QPs attached to one group */
+
+/* Congestion window (ib_cc.c) */
+#define IB_CWND_MIN		16	/* packets: never fewer in flight */
+#define IB_CWND_INIT		16
+#define IB_CWND_MAX		32768
+#define IB_CWND_OFF		INT32_MAX	/* UC, UD: no acknowledgements */
+#define IB_ACKREQ_EVERY		64	/* packets of a message, a power of 2 */
+#define IB_RTO_MIN_US		1000	/* floor of the early resend timer */
+
+/* Inline progress (ib_engine.c) */
+#define IB_INLINE_PASSES	64	/* a post runs up to this many */
+#define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
+
+/* Neighbours (ib_arp.c) */
+#define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
+#define IB_NEIGH_MAX		768	/* entries: a 75% load keeps probes short */
+#define IB_NEIGH_RETRY_MS	100	/* between requests for one address */
+#define IB_NEIGH_TRIES		5	/* requests before the address fails */
+#define IB_NEIGH_REACHABLE_MS	60000	/* life of a learned MAC */
+#define IB_NEIGH_FAILED_MS	5000	/* how long a failure is remembered */
+
+#endif

@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+#ifndef IB_VERBS_H
+#define IB_VERBS_H
+
+/*
+ * The HCA's objects as the driver lays them out: each embeds its verbs
+ * object first (as rdma-core providers do), recovered with to_*(); the
+ * rings, the QP's transport state, the device. Helpers that only read
+ * them follow.
+ */
+#include <stdint.h>
+#include <sys/queue.h>
+#include <infiniband/verbs.h>
+#include <rte_common.h>
+#include <rte_ether.h>
+#include <rte_spinlock.h>
+
+#include "ib_param.h"
+#include "ib_queue.h"
+#include "ib_wire.h"
+#include "ib_counters.h"
+#include "ib_conf.h"
+#include "ib_dcqcn.h"
+
+struct ib_dev;
+struct ib_fault;
+struct ib_engine;
+struct ib_neigh;
+
+/* Engine -> application events (ib_event.c). */
+struct ib_evq {
+	struct ib_queue q;
+	uint32_t rec_size;
+	int efd;		/* eventfd, semaphore mode: one count a record */
+	rte_spinlock_t lock;	/* application side only */
+	uint64_t dropped;
+};
+
+/* A completion-channel record. */
+struct ib_cq_event {
+	struct ib_cq *cq;
+};
+
+enum ib_cq_arm {
+	IB_CQ_DISARMED,
+	IB_CQ_ARM_NEXT,
+	IB_CQ_ARM_SOLICITED,
+};
+
+struct ib_pd {
+	struct ibv_pd ibv;
+	uint32_t refcnt;	/* MRs and QPs in it */
+};
+
+/* What a slot of the key table holds. */
+enum ib_key_kind {
+	IB_KEY_MR,
+	IB_KEY_MW,
+};
+
+/*
+ * A key-table entry: a memory region, or (kind IB_KEY_MW, inside struct
+ * ib_mw) a memory window, whose iova/length/access then describe the
+ * window as remote peers address it.
+ */
+struct ib_mr {
+	struct ibv_mr ibv;
+	uint64_t iova;		/* start of the region as keys address it */
+	uint8_t *addr;
+	uint64_t length;
+	uint32_t access;
+	uint32_t key;		/* index << 8 | generation (MW: bind tag) */
+	uint8_t kind;		/* enum ib_key_kind */
+	uint8_t dead;		/* MR: its memory was unmapped (ib_memhook.c) */
+	uint32_t nbound;	/* MR: windows bound to it (engine only) */
+	uint32_t deaths;	/* MR: times ib_memhook.c found it changed */
+	uintptr_t hook_lo, hook_hi;	/* MR: the range ib_memhook.c watches */
+	struct ib_dev *dev;
+};
+
+/*
+ * A memory window (IBA 10.6.7). Bound, it lets remote peers reach
+ * [k.iova, k.iova + k.length) with k.access; those bytes are the MR's from
+ * its address @base on. Its state changes only in the engine (binds and
+ * invalidations are executed there, in SQ order).
+ */
+struct ib_mw {
+	struct ib_mr k;		/* key-table entry; k.ibv.pd is the MW's PD */
+	struct ibv_mw ibv;
+	struct ib_mr *mr;	/* bound to, or NULL */
+	uint64_t base;		/* start of the window in the MR's addresses */
+	uint32_t qpn;		/* type 2: the QP it is bound to */
+	uint8_t valid;		/* bound and not invalidated */
+};
+
+struct ib_cq {
+	union {
+		struct ibv_cq ibv;
+		struct ibv_cq_ex ibv_ex;	/* ibv_create_cq_ex */
+	};
+	/* Read by the engine at every completion, written rarely. */
+	struct ib_dev *dev;
+	uint32_t armed;			/* enum ib_cq_arm, one shot */
+	struct ib_evq *channel;		/* completion channel, or NULL */
+	struct ib_evq *async;		/* the context's async events */
+	/*
+	 * Completion timestamps (TSC), a ring parallel to q with its index
+	 * mask; NULL unless the CQ was created asking for them, so that
+	 * other CQs pay one predictable branch per completion.
+	 */
+	uint64_t *ts;
+	uint64_t last_ts;		/* engine: keeps ts monotonic */
+	struct ib_queue q;	/* of struct ibv_wc; engine produces */
+	/* Application threads only: kept off the engine's lines. */
+	rte_spinlock_t poll_lock __rte_cache_aligned;
+	uint32_t refcnt;		/* QPs using it */
+	uint32_t comp_events_reported;	/* handed out by ibv_get_cq_event */
+	uint32_t async_events_reported;
+	/* Extended polling (lib/verbs/cq_ex.c), under poll_lock. */
+	uint32_t ex_pos;		/* current entry, consumed at end_poll */
+	const struct ibv_wc *ex_cur;
+	/* TSC and CLOCK_REALTIME read together when ts was allocated:
+	 * the origin of the wall-clock conversion.
+	 */
+	uint64_t ref_tsc;
+	uint64_t ref_ns;
+};
+
+/*
+ * Send WQE as the application writes it into the SQ. UD keeps the
+ * destination QPN in rkey and the Q_Key in compare_add, and a copy of the
+ * AH's address vector at av_off in the slot (sq_wqe_av);
+ * SEND with Invalidate and LOCAL_INV the rkey to invalidate in rkey; a
+ * memory-window bind the new rkey in rkey, the window's address and length
+ * in remote_addr and compare_add, the MR's lkey << 32 | the MW's key index
+ * in swap (lkey 0: no MR) and the window's access flags in imm.
+ */
+struct ib_send_wqe {
+	uint64_t wr_id;
+	uint32_t opcode;	/* enum ibv_wr_opcode */
+	uint32_t flags;		/* IBV_SEND_*, SIGNALED resolved with sq_sig_all */
+	uint32_t length;	/* total bytes of the message */
+	uint32_t num_sge;	/* 0 with IBV_SEND_INLINE */
+	rte_be32_t imm;
+	uint32_t rkey;
+	uint64_t remote_addr;
+	uint64_t compare_add;
+	uint64_t swap;
+	union {
+		struct ibv_sge sge[0];
+		uint8_t inline_data[0];
+	};
+};
+
+struct ib_recv_wqe {
+	uint64_t wr_id;
+	uint32_t num_sge;
+	uint32_t length;
+	struct ibv_sge sge[0];
+};
+
+/* A receive WQE the responder took out of its RQ or SRQ. */
+struct ib_rwqe_copy {
+	struct ib_recv_wqe w;
+	struct ibv_sge sge[IB_MAX_SGE];
+};
+
+struct ib_srq {
+	struct ibv_srq ibv;
+	struct ib_dev *dev;
+	struct ib_queue q;		/* of struct ib_recv_wqe */
+	rte_spinlock_t post_lock;	/* application threads only */
+	uint32_t max_sge;
+	uint32_t max_wr;
+	uint32_t limit;			/* armed when non-zero (engine) */
+	uint32_t refcnt;		/* QPs attached */
+	struct ib_evq *async;
+	uint32_t events_reported;
+};
+
+/*
+ * The encapsulation of one destination: Eth [+ 802.1Q] + IPv4 or IPv6 +
+ * UDP, copied in front of every BTH. The IP length fields (and the IPv4
+ * checksum) are filled per packet; the BTH starts at b + len.
+ */
+struct ib_encap {
+	uint8_t b[IB_HDR_MAX];
+	uint8_t len;			/* template bytes */
+	uint8_t ip_off;			/* 14, or 18 with a VLAN tag */
+	uint8_t ip6;			/* IPv6 rather than IPv4 */
+	uint8_t resolved;		/* engine: b holds the destination MAC */
+	uint8_t neigh;			/* engine: ... learned by ARP/ND, */
+	uint32_t neigh_gen;		/* ... as of this table generation */
+	union {
+		uint32_t dip;		/* IPv4, network order */
+		uint8_t dip6[16];
+	};
+};
+
+/* An address handle: the resolved header template of a UD destination. */
+struct ib_ah {
+	struct ibv_ah ibv;
+	struct ibv_ah_attr attr;
+	struct ib_encap hdr;
+};
+
+/* Engine-private bookkeeping of each SQ slot. */
+struct ib_swqe_state {
+	uint32_t first_psn;
+	uint32_t last_psn;	/* last PSN of the request (READ: of its responses) */
+	uint32_t npkts;
+	uint32_t status;	/* enum ibv_wc_status the WQE completes with */
+};
+
+/* A gather/scatter position inside a WQE's SGE list. */
+struct ib_sge_cursor {
+	uint32_t idx;
+	uint32_t off;
+};
+
+/* Where the QP sends to: set at RTR (IBA 10.2.4 primary path). */
+struct ib_path {
+	struct ib_encap hdr;
+	uint32_t mtu;			/* path MTU in bytes */
+	uint32_t dest_qpn;
+};
+
+struct ib_req {
+	uint32_t wqe_idx;	/* next SQ slot to transmit */
+	uint32_t hw_idx;	/* past the last slot ever transmitted whole */
+	uint32_t offset;	/* bytes of that WQE already sent */
+	uint32_t psn;		/* next PSN to send */
+	uint32_t max_psn;	/* one past the highest PSN ever sent */
+	struct ib_sge_cursor cur;
+	uint32_t rd_atomic;	/* READ/atomic requests in flight */
+	uint64_t wait_until;	/* RNR back-off: no sending before (TSC) */
+};
+
+/*
+ * Congestion window of an RC requester (ib_cc.c). cwnd and armed are read
+ * for every packet sent, the rest once a round trip or on a loss.
+ */
+struct ib_cc {
+	uint32_t cwnd;		/* PSNs in flight allowed */
+	uint8_t armed;		/* RTT sample and early timer need nothing */
+	uint8_t lossy;		/* the path lost a packet once: resend early */
+	uint32_t ssthresh;
+	uint32_t cwnd_acc;	/* PSNs acknowledged toward cwnd + 1 */
+	uint32_t probe_psn;	/* RTT sample: this PSN, sent at probe_tsc */
+	uint32_t backoff;	/* early resends since the last progress */
+	uint64_t probe_tsc;	/* 0: no sample under way */
+	uint64_t srtt, rttvar;	/* smoothed RTT and its deviation (TSC) */
+	uint64_t early;		/* early resend due (TSC), 0: none */
+	uint64_t rto_min;	/* IB_RTO_MIN_US in TSC */
+	uint32_t recover;	/* no second cut before this PSN is acked */
+	uint8_t recover_set;
+};
+
+struct ib_comp {
+	uint32_t wqe_idx;	/* oldest SQ slot not yet completed */
+	uint32_t read_off;	/* READ response bytes placed for that WQE */
+	struct ib_sge_cursor cur;
+	uint32_t acked_psn;	/* last PSN the responder acknowledged */
+	uint32_t read_gap;	/* 1 + PSN of a lost response asked for again */
+	uint64_t deadline;	/* retransmit timer (TSC), 0 when idle */
+	uint32_t retry_left;
+	uint32_t rnr_left;
+};
+
+/*
+ * A READ or atomic the responder still has to answer. Responses leave in
+ * PSN order (IBA 9.7.5.1), so atomic ACKs queue behind READ data.
+ */
+enum ib_job_kind {
+	IB_JOB_READ,		/* READ response data */
+	IB_JOB_ATOMIC_ACK,	/* an ATOMIC ACKNOWLEDGE carrying orig */
+	IB_JOB_ACK,		/* the ACK of an ATOMIC WRITE */
+};
+
+struct ib_read_job {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t length;
+	uint32_t offset;	/* bytes already sent */
+	uint32_t psn;		/* of the next response packet */
+	uint8_t kind;		/* enum ib_job_kind */
+	uint8_t again;		/* answers a duplicate: may be dropped */
+	uint32_t msn;		/* of the AETH: as when the request ran */
+	uint64_t orig;
+};
+
+/* Atomic results kept for duplicates (C9-124: never executed twice). */
+struct ib_atomic_replay {
+	uint32_t psn;
+	uint8_t valid;
+	uint64_t orig;
+};
+
+#define IB_MAX_READ_JOBS	IB_MAX_RD_ATOMIC
+
+struct ib_resp {
+	uint32_t epsn;		/* expected PSN */
+	uint32_t msn;
+	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
+	uint8_t nak_seq_sent;
+	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
+	uint8_t ack_owed;	/* ... or for the peer's MAC (owed_*) */
+	uint8_t owed_syndrome;
+	uint32_t ack_psn;
+	uint32_t owed_psn;
+	/* Current SEND: the receive WQE being filled. */
+	int have_rwqe;
+	uint32_t recv_off;
+	uint8_t drop_msg;	/* UC: rest of a message with a lost packet */
+	uint8_t comm_est;	/* IBV_EVENT_COMM_EST raised */
+	struct ib_sge_cursor cur;
+	/* Current WRITE. */
+	uint32_t wkey;
+	uint64_t wva;
+	uint32_t wremain;
+	uint32_t wlen;
+	/* The RETH of the READ being executed. */
+	uint64_t rd_va;
+	uint32_t rd_rkey;
+	uint32_t rd_len;
+	/* READ responses to send, a ring of IB_MAX_READ_JOBS. */
+	struct ib_read_job rd[IB_MAX_READ_JOBS];
+	uint32_t rd_head, rd_tail;
+	/* The last atomics' results, newest at replay_next - 1: at least as
+	 * many as a requester may have outstanding (max_dest_rd_atomic).
+	 */
+	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
+	uint32_t replay_next;
+	/* Cold and large: the receive WQE the current SEND fills, last so
+	 * that the fields above share cache lines.
+	 */
+	struct ib_rwqe_copy rwqe;
+};
+
+/*
+ * Bound on a QP's max_inline: ib_qp_create sizes the SQ stride for
+ * max(SGE list, inline bytes) and rounds it up to 64 bytes.
+ */
+#define IB_WR_INLINE_MAX \
+	((IB_MAX_SGE * sizeof(struct ibv_sge) > IB_MAX_INLINE ? \
+	  IB_MAX_SGE * sizeof(struct ibv_sge) : IB_MAX_INLINE) + 64)
+
+/*
+ * The ibv_wr_* batch between wr_start and wr_complete (lib/verbs/qp_ex.c):
+ * WRs are written into the SQ slots past the producer index under sq_lock,
+ * then published together or dropped.
+ */
+struct ib_wr_batch {
+	struct ibv_send_wr wr;	/* the WR being built, not yet in the SQ */
+	union {			/* its data, copied when the setter ran */
+		struct ibv_sge sge[IB_MAX_SGE];
+		uint8_t inline_data[IB_WR_INLINE_MAX];
+	};
+	struct ibv_sge inline_sge;	/* wr's view of inline_data */
+	uint32_t n;		/* WRs written past the producer index */
+	int open;		/* wr is being built */
+	int err;		/* first error: wr_complete drops the batch */
+};
+
+struct ib_qp {
+	union {
+		struct ibv_qp ibv;
+		struct ibv_qp_ex ibv_ex;	/* ibv_create_qp_ex */
+	};
+	struct ib_dev *dev;
+	struct ib_cq *scq, *rcq;
+
+	/* Post path (application threads). */
+	struct ib_queue sq;
+	struct ib_queue rq;
+	/* Written at every post: a line of their own, away from the state
+	 * the engine reads at every WQE.
+	 */
+	rte_spinlock_t sq_lock __rte_cache_aligned;
+	rte_spinlock_t rq_lock;
+	uint8_t post_line_end[0] __rte_cache_aligned;
+	uint32_t max_send_sge, max_recv_sge, max_inline;
+	uint32_t av_off;	/* UD: address vector's offset in a send slot */
+	int sq_sig_all;
+	uint32_t db_armed;	/* queued or active on the engine */
+
+	/* Attributes as set by ibv_modify_qp, for ibv_query_qp. */
+	struct ibv_qp_attr attr;
+	struct ibv_qp_cap cap;
+	struct ib_srq *srq;
+	struct ib_evq *async;		/* the context's async events */
+	uint32_t events_reported;
+	uint8_t sq_drained;		/* IBV_EVENT_SQ_DRAINED raised in SQD */
+
+	/* Engine side. */
+	struct ib_path path;
+	struct ib_swqe_state *swqe;
+	struct ib_req req;
+	struct ib_comp comp;
+	struct ib_resp resp;
+	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
+	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
+	uint16_t udp_sport;
+	int active;		/* on the engine's active list */
+	uint32_t idle_passes;	/* engine passes with nothing to do */
+	TAILQ_ENTRY(ib_qp) next;
+	struct ib_cc cc;	/* its first fields share the line above */
+	struct ib_rp rp;	/* DCQCN reaction and notification point */
+	struct ib_wr_batch wrb;		/* extended post, under sq_lock */
+};
+
+/* The unions rely on each extended object beginning with the classic one. */
+_Static_assert(offsetof(struct ib_cq, ibv_ex) == offsetof(struct ib_cq, ibv),
+	       "ib_cq union");
+_Static_assert(offsetof(struct ibv_cq_ex, cqe) == offsetof(struct ibv_cq, cqe) &&
+	       offsetof(struct ibv_cq_ex, mutex) == offsetof(struct ibv_cq, mutex) &&
+	       offsetof(struct ibv_cq_ex, async_events_completed) ==
+	       offsetof(struct ibv_cq, async_events_completed),
+	       "ibv_cq_ex does not begin with ibv_cq's members");
+_Static_assert(offsetof(struct ib_qp, ibv_ex.qp_base) ==
+	       offsetof(struct ib_qp, ibv), "ibv_qp_ex does not begin with ibv_qp");
+
+TAILQ_HEAD(ib_qp_list, ib_qp);
+
+
+struct ib_mcast_group {
+	uint32_t ip;			/* network order */
+	uint32_t nqp;			/* 0: the slot is free */
+	struct ib_qp *qps[IB_MAX_MCAST_QPS];
+};
+
+struct ib_dev {
+	struct ib_dev_conf conf;
+	uint16_t port_id;
+	struct rte_ether_addr mac;
+	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
+	uint32_t ngid;
+	uint64_t guid;		/* network order, EUI-64 from the MAC */
+	enum ibv_mtu active_mtu;
+	struct rte_mempool *pool;
+	struct ib_engine *eng;
+
+	/* Resource tables (control path, under ctl_lock). */
+	rte_spinlock_t ctl_lock;
+	struct ib_qp **qp_tbl;
+	uint32_t next_qpn;
+	uint32_t nqp;
+	struct ib_mr **mr_tbl;
+	uint8_t *mr_gen;
+	uint32_t next_mr;
+	uint32_t nmw;			/* memory windows allocated */
+
+	/* Engine side. */
+	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
+	struct rte_ring *inject;	/* frames from dpib_inject(), MP/SC */
+	struct rte_mbuf *tx_pending[IB_TX_PENDING];
+	uint32_t tx_n;
+	struct ib_qp_list active;
+	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
+	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
+	FILE *capture;			/* DPIB_CAPTURE: frames sent, pcap */
+	struct ib_fault *fault;		/* fault injection, or NULL */
+	uint32_t tx_clean;		/* tx_pending frames already faulted */
+	uint32_t nack;
+	uint64_t cnt[IB_CNT_NUM];
+	struct ib_dev *next;
+	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
+	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
+	const uint8_t *rx_ip;		/* IP header of the frame in delivery */
+	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
+};
+
+static inline struct ib_qp *to_qp(struct ibv_qp *q)
+{ return container_of(q, struct ib_qp, ibv); }
+static inline struct ib_cq *to_cq(struct ibv_cq *c)
+{ return container_of(c, struct ib_cq, ibv); }
+static inline struct ib_mr *to_mr(struct ibv_mr *m)
+{ return container_of(m, struct ib_mr, ibv); }
+static inline struct ib_pd *to_pd(struct ibv_pd *p)
+{ return container_of(p, struct ib_pd, ibv); }
+static inline struct ib_srq *to_srq(struct ibv_srq *s)
+{ return container_of(s, struct ib_srq, ibv); }
+static inline struct ib_ah *to_ah(struct ibv_ah *a)
+{ return container_of(a, struct ib_ah, ibv); }
+static inline struct ib_mw *to_mw(struct ibv_mw *m)
+{ return container_of(m, struct ib_mw, ibv); }
+
+/* A CQE removed by the QP's transition to Reset: ibv_poll_cq skips it. */
+#define IB_CQE_PURGED	0xffffffffu
+
+/*
+ * The SQ slots [comp.wqe_idx, end) went on the wire at least in part. A
+ * retransmission moves req.wqe_idx back, not this end: responses to what
+ * was sent before the rewind are still good.
+ */
+static inline uint32_t
+ib_sent_end(const struct ib_qp *qp)
+{
+	uint32_t cur = qp->req.wqe_idx + (qp->req.offset != 0);
+
+	return (int32_t)(qp->req.hw_idx - cur) > 0 ? qp->req.hw_idx : cur;
+}
+
+static inline int
+ib_sent_any(const struct ib_qp *qp)
+{
+	return qp->comp.wqe_idx != ib_sent_end(qp);
+}
+
+/* Was slot @idx transmitted whole (its last packet sent) at least once? */
+static inline int
+ib_sent_whole(const struct ib_qp *qp, uint32_t idx)
+{
+	uint32_t end = (int32_t)(qp->req.hw_idx - qp->req.wqe_idx) > 0 ?
+		       qp->req.hw_idx : qp->req.wqe_idx;
+
+	return (int32_t)(end - idx) > 0;
+}
+
+static inline struct ib_send_wqe *
+sq_wqe(struct ib_qp *qp, uint32_t idx)
+{
+	return ib_queue_slot(&qp->sq, idx);
+}
+
+/*
+ * UD: the destination, copied from the AH when the WR was posted (as
+ * hardware HCAs copy the address vector into the WQE), so that destroying
+ * or reusing an AH never changes work already posted.
+ */
+static inline struct ib_encap *
+sq_wqe_av(const struct ib_qp *qp, struct ib_send_wqe *w)
+{
+	return (struct ib_encap *)((uint8_t *)w + qp->av_off);
+}
+
+static inline struct ib_recv_wqe *
+rq_wqe(struct ib_qp *qp, uint32_t idx)
+{
+	return ib_queue_slot(&qp->rq, idx);
+}
+
+static inline int
+ib_ipv4_is_mcast(uint32_t ip_be)
+{
+	return (rte_be_to_cpu_32(ip_be) >> 28) == 0xe;
+}
+
+static inline void
+ib_count(struct ib_dev *dev, enum ib_counter c)
+{
+	dev->cnt[c]++;
+}
+
+#endif
