@@ -260,16 +260,16 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 }
 
 static void
-comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
-	       uint8_t *bth, uint32_t psn, uint32_t paylen)
+comp_read_resp(struct ib_qp *qp, const struct ib_pkt *p)
 {
-	struct ib_send_wqe *w = comp_response_wqe(qp, psn, 0);
+	struct ib_send_wqe *w = comp_response_wqe(qp, p->psn, 0);
+	uint32_t paylen = p->paylen;
 
 	if (w == NULL) {
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return;
 	}
-	if ((info->mask & IB_M_FIRST) && qp->comp.read_off != 0) {
+	if ((p->mask & IB_M_FIRST) && qp->comp.read_off != 0) {
 		qp->comp.read_off = 0;	/* the request was sent again */
 		qp->comp.cur.idx = qp->comp.cur.off = 0;
 	}
@@ -277,12 +277,12 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 	 * the last exactly that.
 	 */
 	if (qp->comp.read_off + paylen > w->length || paylen > qp->path.mtu ||
-	    (!(info->mask & IB_M_LAST) && paylen != qp->path.mtu)) {
+	    (!(p->mask & IB_M_LAST) && paylen != qp->path.mtu)) {
 		comp_error(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge, &qp->comp.cur,
-			bth + info->offset[IB_HDR_PAYLOAD], paylen, 1) != 0) {
+			p->payload, paylen, 1) != 0) {
 		comp_error(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
@@ -294,37 +294,34 @@ comp_read_resp(struct ib_qp *qp, const struct ib_opcode_info *info,
 	if (qp->timeout_tsc)
 		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
 	ib_cc_progress(qp);
-	if (!(info->mask & IB_M_LAST))
+	if (!(p->mask & IB_M_LAST))
 		return;
 	if (qp->comp.read_off != w->length) {
 		comp_error(qp, IBV_WC_BAD_RESP_ERR);
 		return;
 	}
 	comp_wqe(qp, IBV_WC_SUCCESS);
-	comp_retire(qp, psn);
+	comp_retire(qp, p->psn);
 }
 
 static void
-comp_atomic_ack(struct ib_qp *qp, const struct ib_opcode_info *info,
-		uint8_t *bth, uint32_t psn)
+comp_atomic_ack(struct ib_qp *qp, const struct ib_pkt *p)
 {
-	struct ib_send_wqe *w = comp_response_wqe(qp, psn, 1);
-	rte_be64_t orig_be;
+	struct ib_send_wqe *w = comp_response_wqe(qp, p->psn, 1);
 	uint64_t orig;
 
 	if (w == NULL) {
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return;
 	}
-	memcpy(&orig_be, bth + info->offset[IB_HDR_ATMACK], 8);
-	orig = rte_be_to_cpu_64(orig_be);
+	orig = rte_be_to_cpu_64(pkt_atmack(p));
 	if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge, &qp->comp.cur,
 			(uint8_t *)&orig, 8, 1) != 0) {
 		comp_error(qp, IBV_WC_LOC_PROT_ERR);
 		return;
 	}
 	comp_wqe(qp, IBV_WC_SUCCESS);
-	comp_retire(qp, psn);
+	comp_retire(qp, p->psn);
 }
 
 /*
@@ -353,44 +350,41 @@ resp_psn_ok(struct ib_qp *qp, uint32_t psn, int nak)
 }
 
 static void
-comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+comp_rx(struct ib_qp *qp, const struct ib_pkt *p)
 {
-	uint8_t op = bth_opcode((struct ib_bth *)bth);
-	const struct ib_opcode_info *info = &ib_opcode[op];
-	uint32_t psn = bth_psn((struct ib_bth *)bth);
+	uint32_t psn = p->psn;
 	uint8_t syndrome = 0;
 
 	if (!ib_sent_any(qp)) {
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return;
 	}
-	if (info->mask & IB_M_AETH)
-		syndrome = aeth_syndrome((rte_be32_t *)(bth +
-						info->offset[IB_HDR_AETH]));
+	if (p->mask & IB_M_AETH)
+		syndrome = pkt_aeth_syndrome(p);
 	if (!resp_psn_ok(qp, psn, (syndrome & AETH_TYPE_MASK) != AETH_ACK))
 		return;
-	if (info->mask & IB_M_AETH) {
+	if (p->mask & IB_M_AETH) {
 		if ((syndrome & AETH_TYPE_MASK) != AETH_ACK) {
 			comp_ack(qp, syndrome, psn);
 			return;
 		}
 	}
-	if (info->mask & IB_M_READ)
-		comp_read_resp(qp, info, bth, psn, paylen);
-	else if (info->mask & IB_M_ATOMIC)
-		comp_atomic_ack(qp, info, bth, psn);
+	if (p->mask & IB_M_READ)
+		comp_read_resp(qp, p);
+	else if (p->mask & IB_M_ATOMIC)
+		comp_atomic_ack(qp, p);
 	else
 		comp_ack(qp, syndrome, psn);
 }
 
 /* A response; what it acknowledged opens the congestion window. */
 void
-ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+ib_comp_rx(struct ib_qp *qp, const struct ib_pkt *p)
 {
 	uint32_t acked = qp->comp.acked_psn;
 	int32_t n;
 
-	comp_rx(qp, bth, paylen);
+	comp_rx(qp, p);
 	n = psn_diff(qp->comp.acked_psn, acked);
 	if (n > 0)
 		ib_cc_ack(qp, (uint32_t)n);

@@ -10,6 +10,7 @@
 #include <rte_mbuf.h>
 
 #include "ib_opcode.h"
+#include "ib_pkt.h"
 #include "ib_verbs.h"
 #include "hca_if.h"
 
@@ -185,14 +186,14 @@ void ib_req_rewind(struct ib_qp *qp, uint32_t psn);
 void ib_req_recount(struct ib_qp *qp);
 
 /* ib_resp.c: responder */
-void ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
+void ib_resp_rx(struct ib_qp *qp, struct ib_pkt *p);
 void ib_resp_run(struct ib_qp *qp);
 void ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn);
 void ib_resp_flush_acks(struct ib_dev *dev);
 int ib_resp_take_rwqe(struct ib_qp *qp);
 
 /* ib_comp.c: completer */
-void ib_comp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen);
+void ib_comp_rx(struct ib_qp *qp, const struct ib_pkt *p);
 void ib_comp_timer(struct ib_qp *qp, uint64_t now);
 void ib_comp_kick(struct ib_qp *qp);
 void ib_comp_go_back(struct ib_qp *qp);

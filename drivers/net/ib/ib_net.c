@@ -563,20 +563,12 @@ rx_from_peer(const struct ib_qp *qp, const uint8_t *l3)
 	       memcmp(l3 + 24, tmpl + 8, 16) == 0;
 }
 
-/* The ECN codepoint of a received IPv4 or IPv6 header. */
-static inline unsigned int
-rx_ecn(const uint8_t *l3)
-{
-	return (l3[0] >> 4) == 4 ? l3[1] & IB_ECN_MASK :
-				   (l3[1] >> 4) & IB_ECN_MASK;
-}
-
 /*
  * A CNP (RoCEv2 A17.9.3) names the QP that sent the marked frames: its
  * reaction point slows down. Only a connected QP's peer may send one.
  */
 static void
-rx_cnp(struct ib_dev *dev, struct ib_qp *qp)
+rx_cnp(struct ib_dev *dev, struct ib_qp *qp, const struct ib_pkt *p)
 {
 	int state = qp->attr.qp_state;
 
@@ -588,7 +580,7 @@ rx_cnp(struct ib_dev *dev, struct ib_qp *qp)
 		ib_count(dev, IB_CNT_RX_BAD_STATE);
 		return;
 	}
-	if (!rx_from_peer(qp, dev->rx_ip)) {
+	if (!rx_from_peer(qp, p->ip)) {
 		ib_count(dev, IB_CNT_RX_BAD_PATH);
 		return;
 	}
@@ -598,50 +590,48 @@ rx_cnp(struct ib_dev *dev, struct ib_qp *qp)
 
 /* The QP-level checks (type, state), then the responder or completer. */
 static void
-rx_deliver(struct ib_dev *dev, struct ib_qp *qp,
-	   const struct ib_opcode_info *info, uint8_t *bth, uint32_t paylen)
+rx_deliver(struct ib_dev *dev, struct ib_qp *qp, struct ib_pkt *p)
 {
 	int state = qp->attr.qp_state;
 
-	if (unlikely(info->mask & IB_M_CNP)) {
-		rx_cnp(dev, qp);
+	if (unlikely(p->mask & IB_M_CNP)) {
+		rx_cnp(dev, qp, p);
 		return;
 	}
-	if (!qp_accepts(qp, info->mask)) {
+	if (!qp_accepts(qp, p->mask)) {
 		ib_count(dev, IB_CNT_RX_BAD_TRANSPORT);
 		return;
 	}
 	if (state < IBV_QPS_RTR || state == IBV_QPS_ERR ||
-	    ((info->mask & IB_M_RESP) && state == IBV_QPS_RTR)) {
+	    ((p->mask & IB_M_RESP) && state == IBV_QPS_RTR)) {
 		ib_count(dev, IB_CNT_RX_BAD_STATE);
 		return;
 	}
-	if (qp->ibv.qp_type != IBV_QPT_UD && !rx_from_peer(qp, dev->rx_ip)) {
+	if (qp->ibv.qp_type != IBV_QPT_UD && !rx_from_peer(qp, p->ip)) {
 		ib_count(dev, IB_CNT_RX_BAD_PATH);
 		return;
 	}
-	if (unlikely(rx_ecn(dev->rx_ip) == IB_ECN_CE))
+	if (unlikely(pkt_ecn(p) == IB_ECN_CE))
 		ib_dcqcn_ce_rx(qp);
-	if (info->mask & IB_M_RESP)
-		ib_comp_rx(qp, bth, paylen);
+	if (p->mask & IB_M_RESP)
+		ib_comp_rx(qp, p);
 	else
-		ib_resp_rx(qp, bth, paylen);
+		ib_resp_rx(qp, p);
 }
 
 /* A UD packet to a multicast group: one copy per attached QP. */
 static void
-rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn,
-	     const struct ib_opcode_info *info, uint8_t *bth, uint32_t paylen)
+rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn, struct ib_pkt *p)
 {
 	struct ib_mcast_group *g = ib_mcast_lookup(dev, ip);
 	uint32_t i;
 
-	if (qpn != IB_QPN_MASK || !(info->mask & IB_M_UD) || g == NULL) {
+	if (qpn != IB_QPN_MASK || !(p->mask & IB_M_UD) || g == NULL) {
 		ib_count(dev, IB_CNT_RX_MCAST_NO_GROUP);
 		return;
 	}
 	for (i = 0; i < g->nqp; i++)
-		rx_deliver(dev, g->qps[i], info, bth, paylen);
+		rx_deliver(dev, g->qps[i], p);
 }
 
 /*
@@ -748,6 +738,8 @@ void
 ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	const struct ib_opcode_info *info;
+	const struct ib_bth *b;
+	struct ib_pkt pkt;
 	struct ib_qp *qp;
 	uint32_t len, off, l3len, udplen, qpn, paylen, crc, wire_crc;
 	uint16_t type = 0;
@@ -780,13 +772,13 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		goto drop_len;
 
 	bth = l3 + l3len + UDP_LEN;
-	info = &ib_opcode[bth_opcode((struct ib_bth *)bth)];
+	b = (const struct ib_bth *)bth;
+	info = &ib_opcode[bth_opcode(b)];
 	if (info->mask == 0) {
 		ib_count(dev, IB_CNT_RX_BAD_OPCODE);
 		goto free;
 	}
-	if (udplen < UDP_LEN + info->length + IB_ICRC_LEN +
-		     bth_pad((struct ib_bth *)bth))
+	if (udplen < UDP_LEN + info->length + IB_ICRC_LEN + bth_pad(b))
 		goto drop_len;
 	memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN, IB_ICRC_LEN);
 	crc = ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
@@ -794,18 +786,17 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		ib_count(dev, IB_CNT_RX_BAD_ICRC);
 		goto free;
 	}
-	if (bth_tver((struct ib_bth *)bth) != 0) {
+	if (bth_tver(b) != 0) {
 		ib_count(dev, IB_CNT_RX_BAD_VERSION);
 		goto free;
 	}
-	if ((bth_pkey((struct ib_bth *)bth) & 0x7fff) != 0x7fff) {
+	if ((bth_pkey(b) & 0x7fff) != 0x7fff) {
 		ib_count(dev, IB_CNT_RX_BAD_PKEY);
 		goto free;
 	}
-	qpn = bth_qpn((struct ib_bth *)bth);
-	paylen = udplen - UDP_LEN - info->length - IB_ICRC_LEN -
-		 bth_pad((struct ib_bth *)bth);
-	dev->rx_ip = l3;
+	qpn = bth_qpn(b);
+	paylen = udplen - UDP_LEN - info->length - IB_ICRC_LEN - bth_pad(b);
+	ib_pkt_parse(&pkt, bth, paylen, l3);
 	if (unlikely(l3len == IP6_LEN && l3[24] == 0xff)) {
 		ib_count(dev, IB_CNT_RX_MCAST6);	/* no IPv6 groups */
 		goto free;
@@ -813,7 +804,7 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	if (unlikely(l3len == IP_LEN &&
 		     ib_ipv4_is_mcast(((struct rte_ipv4_hdr *)l3)->dst_addr))) {
 		rx_multicast(dev, ((struct rte_ipv4_hdr *)l3)->dst_addr, qpn,
-			     info, bth, paylen);
+			     &pkt);
 		goto free;
 	}
 	qp = qpn < IB_MAX_QP ?
@@ -822,7 +813,7 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		ib_count(dev, IB_CNT_RX_NO_QP);
 		goto free;
 	}
-	rx_deliver(dev, qp, info, bth, paylen);
+	rx_deliver(dev, qp, &pkt);
 	goto free;
 
 not_roce:

@@ -52,16 +52,6 @@ static const char *const resp_state_name[] = {
 };
 
 /* The request packet being handled. */
-struct resp_pkt {
-	uint8_t *bth;
-	const struct ib_opcode_info *info;
-	uint32_t mask;
-	uint32_t psn;
-	uint32_t paylen;
-	uint8_t *payload;
-	uint8_t *addr;		/* where its RETH/AtomicETH points (check_rkey) */
-};
-
 /*
  * An ACK or NAK that cannot leave yet because the requester's MAC is still
  * being resolved is owed, not dropped: it leaves first thing once the MAC
@@ -150,7 +140,7 @@ ib_resp_flush_acks(struct ib_dev *dev)
 }
 
 static enum resp_state
-check_psn(struct ib_qp *qp, struct resp_pkt *p)
+check_psn(struct ib_qp *qp, struct ib_pkt *p)
 {
 	int32_t d = psn_diff(p->psn, qp->resp.epsn);
 
@@ -168,7 +158,7 @@ check_psn(struct ib_qp *qp, struct resp_pkt *p)
 
 /* C9-95ff: a MIDDLE or LAST must continue the open SEND or WRITE. */
 static enum resp_state
-check_op_seq(struct ib_qp *qp, struct resp_pkt *p)
+check_op_seq(struct ib_qp *qp, struct ib_pkt *p)
 {
 	uint32_t open = qp->resp.last_op_mask;
 	uint32_t kind = p->mask & (IB_M_SEND | IB_M_WRITE);
@@ -189,7 +179,7 @@ check_op_seq(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static enum resp_state
-check_resource(struct ib_qp *qp, struct resp_pkt *p)
+check_resource(struct ib_qp *qp, struct ib_pkt *p)
 {
 	/* A receive WQE is taken by the first SEND packet, and by the
 	 * packet of a WRITE that carries the immediate.
@@ -221,14 +211,14 @@ check_resource(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static enum resp_state
-check_rkey(struct ib_qp *qp, struct resp_pkt *p)
+check_rkey(struct ib_qp *qp, struct ib_pkt *p)
 {
 	unsigned int access;
 	uint64_t va, len;
 	uint32_t rkey;
 
 	if (p->mask & IB_M_RETH) {
-		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
+		const struct ib_reth *r = pkt_reth(p);
 
 		va = reth_va(r);
 		rkey = reth_rkey(r);
@@ -245,8 +235,7 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 		    (len != 8 || p->paylen != 8 || (va & 7)))
 			return RESP_ERR_INVALID_REQ;
 	} else if (p->mask & IB_M_ATMETH) {
-		struct ib_atmeth *a = (void *)(p->bth +
-					       p->info->offset[IB_HDR_ATMETH]);
+		const struct ib_atmeth *a = pkt_atmeth(p);
 
 		va = rte_be_to_cpu_64(a->va);
 		rkey = rte_be_to_cpu_32(a->rkey);
@@ -281,7 +270,7 @@ check_rkey(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static enum resp_state
-exec_send(struct ib_qp *qp, struct resp_pkt *p)
+exec_send(struct ib_qp *qp, struct ib_pkt *p)
 {
 	struct ib_recv_wqe *rw = &qp->resp.rwqe.w;
 
@@ -296,7 +285,7 @@ exec_send(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static enum resp_state
-exec_write(struct ib_qp *qp, struct resp_pkt *p)
+exec_write(struct ib_qp *qp, struct ib_pkt *p)
 {
 	if (p->paylen > qp->resp.wremain)
 		return RESP_ERR_INVALID_REQ;	/* longer than the RETH said */
@@ -346,12 +335,12 @@ job_push(struct ib_qp *qp, uint32_t psn)
 }
 
 static enum resp_state
-exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
+exec_atomic(struct ib_qp *qp, struct ib_pkt *p)
 {
-	struct ib_atmeth *a = (void *)(p->bth + p->info->offset[IB_HDR_ATMETH]);
+	const struct ib_atmeth *a = pkt_atmeth(p);
 	uint64_t *addr = (uint64_t *)p->addr;	/* checked by check_rkey */
 	uint64_t orig, swap_add = rte_be_to_cpu_64(a->swap_add);
-	uint8_t op = bth_opcode((struct ib_bth *)p->bth);
+	uint8_t op = p->opcode;
 	struct ib_atomic_replay *r;
 	struct ib_read_job *j;
 
@@ -380,7 +369,7 @@ exec_atomic(struct ib_qp *qp, struct resp_pkt *p)
  * writing (resp_duplicate).
  */
 static enum resp_state
-exec_atomic_write(struct ib_qp *qp, struct resp_pkt *p)
+exec_atomic_write(struct ib_qp *qp, struct ib_pkt *p)
 {
 	uint64_t *addr = (uint64_t *)p->addr;	/* checked by check_rkey */
 	uint64_t v;
@@ -393,7 +382,7 @@ exec_atomic_write(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static enum resp_state
-execute(struct ib_qp *qp, struct resp_pkt *p)
+execute(struct ib_qp *qp, struct ib_pkt *p)
 {
 	if (p->mask & IB_M_SEND)
 		return exec_send(qp, p);
@@ -419,7 +408,7 @@ execute(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 static void
-complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
+complete_recv(struct ib_qp *qp, struct ib_pkt *p, enum ibv_wc_status status)
 {
 	struct ib_recv_wqe *rw = &qp->resp.rwqe.w;
 	struct ibv_wc wc = {
@@ -434,15 +423,14 @@ complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
 	};
 
 	if (p->mask & IB_M_IMMDT) {
-		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
+		wc.imm_data = pkt_immdt(p);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	} else if (p->mask & IB_M_IETH) {
-		wc.invalidated_rkey = rte_be_to_cpu_32(*(rte_be32_t *)(p->bth +
-					p->info->offset[IB_HDR_IETH]));
+		wc.invalidated_rkey = pkt_ieth_rkey(p);
 		if (status == IBV_WC_SUCCESS)
 			wc.wc_flags |= IBV_WC_WITH_INV;
 	}
-	ib_cq_push(qp->rcq, &wc, bth_se((struct ib_bth *)p->bth));
+	ib_cq_push(qp->rcq, &wc, pkt_se(p));
 	qp->resp.have_rwqe = 0;
 }
 
@@ -451,7 +439,7 @@ complete_recv(struct ib_qp *qp, struct resp_pkt *p, enum ibv_wc_status status)
  * no NAK: the message is dropped and the QP carries on.
  */
 static void
-resp_fatal(struct ib_qp *qp, struct resp_pkt *p, uint8_t syndrome)
+resp_fatal(struct ib_qp *qp, struct ib_pkt *p, uint8_t syndrome)
 {
 	if (qp->ibv.qp_type == IBV_QPT_UC) {
 		qp->resp.drop_msg = 1;
@@ -484,10 +472,10 @@ jobs_restart(struct ib_qp *qp, uint32_t psn)
 
 /* A duplicate (C9-104): re-ACK it; a READ is answered again. */
 static void
-resp_duplicate(struct ib_qp *qp, struct resp_pkt *p)
+resp_duplicate(struct ib_qp *qp, struct ib_pkt *p)
 {
 	if (p->mask & IB_M_READ) {
-		struct ib_reth *r = (void *)(p->bth + p->info->offset[IB_HDR_RETH]);
+		const struct ib_reth *r = pkt_reth(p);
 		struct ib_read_job *j;
 
 		if (reth_len(r) > IB_MAX_MSG_SZ)
@@ -569,10 +557,9 @@ ib_resp_take_rwqe(struct ib_qp *qp)
  * header placed in its last 20 bytes - and the payload follows.
  */
 static void
-resp_ud(struct ib_qp *qp, struct resp_pkt *p)
+resp_ud(struct ib_qp *qp, struct ib_pkt *p)
 {
-	const struct ib_deth *deth = (const void *)(p->bth +
-					p->info->offset[IB_HDR_DETH]);
+	const struct ib_deth *deth = pkt_deth(p);
 	uint8_t grh[40] = { 0 };
 	struct ibv_wc wc = {
 		.opcode = IBV_WC_RECV, .qp_num = qp->ibv.qp_num,
@@ -589,10 +576,10 @@ resp_ud(struct ib_qp *qp, struct resp_pkt *p)
 		ib_count(qp->dev, IB_CNT_RX_NO_RWQE);	/* UD: dropped */
 		return;
 	}
-	if ((qp->dev->rx_ip[0] >> 4) == 6)
-		memcpy(grh, qp->dev->rx_ip, 40);
+	if ((p->ip[0] >> 4) == 6)
+		memcpy(grh, p->ip, 40);
 	else
-		memcpy(grh + 20, qp->dev->rx_ip, 20);
+		memcpy(grh + 20, p->ip, 20);
 	qp->resp.cur.idx = qp->resp.cur.off = 0;
 	wc.wr_id = rw->wr_id;
 	if (40 + p->paylen > rw->length)
@@ -603,11 +590,11 @@ resp_ud(struct ib_qp *qp, struct resp_pkt *p)
 			     &qp->resp.cur, p->payload, p->paylen, 1) != 0)
 		wc.status = IBV_WC_LOC_PROT_ERR;
 	if (p->info->mask & IB_M_IMMDT) {
-		memcpy(&wc.imm_data, p->bth + p->info->offset[IB_HDR_IMMDT], 4);
+		wc.imm_data = pkt_immdt(p);
 		wc.wc_flags |= IBV_WC_WITH_IMM;
 	}
 	qp->resp.have_rwqe = 0;
-	ib_cq_push(qp->rcq, &wc, bth_se((struct ib_bth *)p->bth));
+	ib_cq_push(qp->rcq, &wc, pkt_se(p));
 }
 
 /*
@@ -615,7 +602,7 @@ resp_ud(struct ib_qp *qp, struct resp_pkt *p)
  * rest of its message, and the receive WQE stays for the next one.
  */
 static int
-uc_drop(struct ib_qp *qp, struct resp_pkt *p)
+uc_drop(struct ib_qp *qp, struct ib_pkt *p)
 {
 	if (p->psn != qp->resp.epsn) {
 		ib_count(qp->dev, IB_CNT_RX_OUT_OF_SEQ);
@@ -632,22 +619,13 @@ uc_drop(struct ib_qp *qp, struct resp_pkt *p)
 }
 
 void
-ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
+ib_resp_rx(struct ib_qp *qp, struct ib_pkt *p)
 {
-	uint8_t op = bth_opcode((struct ib_bth *)bth);
-	struct resp_pkt p = {
-		.bth = bth,
-		.info = &ib_opcode[op],
-		.mask = ib_opcode[op].mask,
-		.psn = bth_psn((struct ib_bth *)bth),
-		.paylen = paylen,
-		.payload = bth + ib_opcode[op].length,
-	};
 	enum resp_state state = RESP_CHECK_PSN;
 	int uc = qp->ibv.qp_type == IBV_QPT_UC;
 
 	if (qp->ibv.qp_type == IBV_QPT_UD) {
-		resp_ud(qp, &p);
+		resp_ud(qp, p);
 		return;
 	}
 	/* The first packet in RTR establishes the connection (verbs). */
@@ -656,53 +634,52 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 		ib_async_event(qp->async, IBV_EVENT_COMM_EST, qp);
 	}
 	if (uc) {
-		if (uc_drop(qp, &p))
+		if (uc_drop(qp, p))
 			return;
-		qp->resp.epsn = p.psn;	/* the checks below expect it */
+		qp->resp.epsn = p->psn;	/* the checks below expect it */
 	}
 
 	while (1) {
-		IB_DP_LOG(DEBUG, "qp %u psn %u %s", qp->ibv.qp_num, p.psn,
+		IB_DP_LOG(DEBUG, "qp %u psn %u %s", qp->ibv.qp_num, p->psn,
 			  resp_state_name[state]);
 		switch (state) {
 		case RESP_CHECK_PSN:
-			state = check_psn(qp, &p);
+			state = check_psn(qp, p);
 			break;
 		case RESP_CHECK_OP_SEQ:
-			state = check_op_seq(qp, &p);
+			state = check_op_seq(qp, p);
 			break;
 		case RESP_CHECK_RESOURCE:
-			state = check_resource(qp, &p);
+			state = check_resource(qp, p);
 			break;
 		case RESP_CHECK_RKEY:
-			state = check_rkey(qp, &p);
+			state = check_rkey(qp, p);
 			break;
 		case RESP_EXECUTE:
-			state = execute(qp, &p);
-			qp->resp.last_op_mask = (p.mask & IB_M_LAST) ? 0 :
-				p.mask & (IB_M_SEND | IB_M_WRITE);
+			state = execute(qp, p);
+			qp->resp.last_op_mask = (p->mask & IB_M_LAST) ? 0 :
+				p->mask & (IB_M_SEND | IB_M_WRITE);
 			if (state == RESP_ACKNOWLEDGE || state == RESP_COMPLETE ||
 			    state == RESP_DONE)
 				qp->resp.epsn = (qp->resp.epsn + 1) & IB_PSN_MASK;
 			break;
 		case RESP_COMPLETE:
-			if ((p.mask & IB_M_IETH) && ib_mw_invalidate(qp,
-			    rte_be_to_cpu_32(*(rte_be32_t *)(bth +
-					p.info->offset[IB_HDR_IETH])), 1) != 0) {
+			if ((p->mask & IB_M_IETH) && ib_mw_invalidate(qp,
+			    pkt_ieth_rkey(p), 1) != 0) {
 				state = RESP_ERR_INVALIDATE;
 				break;
 			}
-			if (p.mask & IB_M_SEND)
+			if (p->mask & IB_M_SEND)
 				qp->resp.msn++;
-			complete_recv(qp, &p, IBV_WC_SUCCESS);
+			complete_recv(qp, p, IBV_WC_SUCCESS);
 			state = RESP_ACKNOWLEDGE;
 			break;
 		case RESP_ACKNOWLEDGE:
-			if (!uc && bth_ackreq((struct ib_bth *)bth))
-				ack_coalesce(qp, p.psn);
+			if (!uc && pkt_ackreq(p))
+				ack_coalesce(qp, p->psn);
 			return;
 		case RESP_DUPLICATE:
-			resp_duplicate(qp, &p);
+			resp_duplicate(qp, p);
 			return;
 		case RESP_ERR_PSN_SEQ:
 			qp->resp.nak_seq_sent = 1;
@@ -710,32 +687,32 @@ ib_resp_rx(struct ib_qp *qp, uint8_t *bth, uint32_t paylen)
 			return;
 		case RESP_ERR_RNR:
 			if (uc) {
-				resp_fatal(qp, &p, 0);	/* no WQE: dropped */
+				resp_fatal(qp, p, 0);	/* no WQE: dropped */
 				return;
 			}
 			ib_send_ack(qp, AETH_RNR_NAK |
-				    (qp->attr.min_rnr_timer & 0x1f), p.psn);
+				    (qp->attr.min_rnr_timer & 0x1f), p->psn);
 			return;
 		case RESP_ERR_INVALID_REQ:
-			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			resp_fatal(qp, p, AETH_NAK_INVALID);
 			return;
 		case RESP_ERR_REM_ACCESS:
-			resp_fatal(qp, &p, AETH_NAK_REM_ACCESS);
+			resp_fatal(qp, p, AETH_NAK_REM_ACCESS);
 			return;
 		case RESP_ERR_LENGTH:
-			complete_recv(qp, &p, IBV_WC_LOC_LEN_ERR);
-			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			complete_recv(qp, p, IBV_WC_LOC_LEN_ERR);
+			resp_fatal(qp, p, AETH_NAK_INVALID);
 			return;
 		case RESP_ERR_INVALIDATE:
 			/* Class J: the data is placed, the rkey named is not a
 			 * window this QP may invalidate.
 			 */
-			complete_recv(qp, &p, IBV_WC_REM_INV_REQ_ERR);
-			resp_fatal(qp, &p, AETH_NAK_INVALID);
+			complete_recv(qp, p, IBV_WC_REM_INV_REQ_ERR);
+			resp_fatal(qp, p, AETH_NAK_INVALID);
 			return;
 		case RESP_ERR_REM_OP:
-			complete_recv(qp, &p, IBV_WC_LOC_PROT_ERR);
-			resp_fatal(qp, &p, AETH_NAK_REM_OP);
+			complete_recv(qp, p, IBV_WC_LOC_PROT_ERR);
+			resp_fatal(qp, p, AETH_NAK_REM_OP);
 			return;
 		case RESP_DONE:
 			return;

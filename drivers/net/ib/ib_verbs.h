@@ -468,7 +468,6 @@ struct ib_dev {
 	struct ib_dev *next;
 	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
 	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
-	const uint8_t *rx_ip;		/* IP header of the frame in delivery */
 	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
 };
 
