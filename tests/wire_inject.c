@@ -137,10 +137,8 @@ run_script(const char *mode, const char *a, const char *b, const char *c)
 static void
 skip_if(int status, const char *what)
 {
-	if (status == 77) {
-		printf("SKIP: %s needs tshark and python3-scapy\n", what);
-		exit(77);
-	}
+	if (status == 77)
+		CHECK_SKIP("%s needs tshark and python3-scapy", what);
 }
 
 static struct ibv_qp *
