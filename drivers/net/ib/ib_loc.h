@@ -160,7 +160,7 @@ int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
 extern int ib_engine_inline;
 
-/* ib_net.c */
+/* ib_tx.c: header templates, packets built, the transmit buffer */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
 			      uint32_t paylen, uint8_t **bth, uint8_t **payload);
 struct rte_mbuf *ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av,
@@ -173,10 +173,14 @@ int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_tx_room(const struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 int ib_capture_open(struct ib_dev *dev, const char *path);
-void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		struct ib_encap *h);
 int ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h);
+
+/* ib_rx.c: receive validation and dispatch */
+void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
+
+/* ib_icrc.c */
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 
@@ -199,7 +203,7 @@ void ib_comp_kick(struct ib_qp *qp);
 void ib_comp_go_back(struct ib_qp *qp);
 int ib_qp_busy(const struct ib_qp *qp);
 
-/* ib_arp.c: IPv4 (ARP) and IPv6 (ND) neighbours, engine lcore only */
+/* ib_neigh.c: IPv4 (ARP) and IPv6 (ND) neighbours, engine lcore only */
 int ib_neigh_init(struct ib_dev *dev);
 void ib_neigh_fini(struct ib_dev *dev);
 int ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m);

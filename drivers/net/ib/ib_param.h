@@ -51,7 +51,7 @@
 #define IB_INLINE_PASSES	64	/* a post runs up to this many */
 #define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
 
-/* Neighbours (ib_arp.c) */
+/* Neighbours (ib_neigh.c) */
 #define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
 #define IB_NEIGH_MAX		768	/* entries: a 75% load keeps probes short */
 #define IB_NEIGH_RETRY_MS	100	/* between requests for one address */

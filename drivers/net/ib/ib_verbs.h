@@ -466,7 +466,7 @@ struct ib_dev {
 	uint32_t nack;
 	uint64_t cnt[IB_CNT_NUM];
 	struct ib_dev *next;
-	struct ib_neigh *neigh;		/* ARP/ND table (ib_arp.c) */
+	struct ib_neigh *neigh;		/* ARP/ND table (ib_neigh.c) */
 	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
 	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
 };

@@ -17,6 +17,12 @@
 #include <rte_byteorder.h>
 
 #define IB_UDP_PORT		4791
+/* The encapsulation's header lengths (bytes). */
+#define ETH_LEN			14	/* RTE_ETHER_HDR_LEN */
+#define VLAN_LEN		4
+#define IP_LEN			20	/* IPv4, no options */
+#define IP6_LEN			40
+#define UDP_LEN			8
 /* ECN codepoints (RFC 3168), the low bits of the IP traffic class. */
 #define IB_ECN_MASK		3
 #define IB_ECN_ECT0		2

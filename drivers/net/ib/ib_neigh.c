@@ -301,7 +301,6 @@ arp_send(struct ib_dev *dev, uint16_t op, const struct rte_ether_addr *dst,
 #define ND_HOP_LIMIT	255
 #define ND_BODY_LEN	24
 #define ND_LEN		(ND_BODY_LEN + 8)
-#define IP6_LEN		40
 
 static int
 nd_send(struct ib_dev *dev, uint8_t type, uint8_t flags,

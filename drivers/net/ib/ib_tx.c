@@ -1,0 +1,394 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * Transmit: header templates of paths and AHs (Ethernet [+ 802.1Q], IPv4
+ * or IPv6, UDP 4791), packets built from them, the ICRC, the device's
+ * transmit buffer and its capture.
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <rte_ethdev.h>
+#include <rte_ip.h>
+#include <rte_udp.h>
+
+#include "ib_hca.h"
+
+static int
+gid_is_v4(const union ibv_gid *gid)
+{
+	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
+					   0, 0, 0xff, 0xff };
+
+	return memcmp(gid->raw, v4map, sizeof(v4map)) == 0;
+}
+
+/* UDP source port for ECMP entropy: 0xC000 plus a hash of the QPN. */
+uint16_t
+ib_udp_sport(uint32_t qpn)
+{
+	uint32_t h = qpn * 0x9e3779b1u;
+
+	return 0xc000 | ((h >> 18) & 0x3fff);
+}
+
+/* Ethernet [+ 802.1Q] of a template; returns the IP header offset. */
+static uint32_t
+l2_fill(struct ib_dev *dev, uint8_t *b, const struct rte_ether_addr *dst,
+	uint16_t type, uint8_t pcp)
+{
+	struct rte_ether_hdr *eth = (void *)b;
+	struct rte_vlan_hdr *vh = (void *)(eth + 1);
+
+	rte_ether_addr_copy(dst, &eth->dst_addr);
+	rte_ether_addr_copy(&dev->mac, &eth->src_addr);
+	if (dev->conf.vlan == 0) {
+		eth->ether_type = rte_cpu_to_be_16(type);
+		return ETH_LEN;
+	}
+	eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+	vh->vlan_tci = rte_cpu_to_be_16((uint16_t)(pcp & 7) << 13 |
+					dev->conf.vlan);
+	vh->eth_proto = rte_cpu_to_be_16(type);
+	return ETH_LEN + VLAN_LEN;
+}
+
+/*
+ * The destination MAC of an address: multicast mapped (RFC 1112, RFC
+ * 2464), this device's own, or zero and unresolved until the engine's
+ * ARP/ND has it (nothing is sent on the path until then).
+ */
+static void
+dst_mac(struct ib_dev *dev, struct ib_encap *h, struct rte_ether_addr *mac)
+{
+	memset(mac, 0, sizeof(*mac));
+	h->resolved = 1;
+	h->neigh = 0;
+	if (!h->ip6) {
+		const uint8_t *b = (const uint8_t *)&h->dip;
+
+		if (ib_ipv4_is_mcast(h->dip)) {
+			struct rte_ether_addr m = {
+				{ 0x01, 0x00, 0x5e, b[1] & 0x7f, b[2], b[3] } };
+			*mac = m;
+		} else if (h->dip == dev->conf.ip) {
+			*mac = dev->mac;
+		} else {
+			h->resolved = 0;
+		}
+	} else if (h->dip6[0] == 0xff) {
+		mac->addr_bytes[0] = mac->addr_bytes[1] = 0x33;
+		memcpy(&mac->addr_bytes[2], &h->dip6[12], 4);
+	} else if (dev->conf.has_ip6 &&
+		   memcmp(h->dip6, dev->conf.ip6, 16) == 0) {
+		*mac = dev->mac;
+	} else {
+		h->resolved = 0;
+	}
+}
+
+/*
+ * Resolve an address vector into a header template. The source GID
+ * (grh.sgid_index) chooses IPv4 or IPv6, and the destination must be of
+ * the same family; an AV without a GRH has no address on RoCE (EINVAL).
+ * The flow label is taken as given: 0 stays 0.
+ */
+int
+ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
+	    struct ib_encap *h)
+{
+	const union ibv_gid *sgid, *dgid;
+	struct rte_ether_addr mac;
+	struct rte_udp_hdr *udp;
+	uint8_t hop = 64, tclass = 0, sidx = 0;
+
+	/* RoCE addresses by GID: an AV without a GRH is EINVAL (rxe and
+	 * mlx5 refuse it too, at ibv_create_ah and at ibv_modify_qp).
+	 */
+	if (!ah->is_global)
+		return EINVAL;
+	if (dev->ngid == 0)
+		return EINVAL;
+	memset(h, 0, sizeof(*h));
+	sidx = ah->grh.sgid_index;
+	dgid = &ah->grh.dgid;
+	if (ah->grh.hop_limit > 1)
+		hop = ah->grh.hop_limit;
+	tclass = ah->grh.traffic_class;
+	/* RC and UC frames are ECN-capable under DCQCN (ib_dcqcn.c) unless
+	 * the application chose the ECN bits; an AH's (UD) are not.
+	 */
+	if (qpn != 0 && !dev->conf.dcqcn.disabled && (tclass & 3) == 0)
+		tclass |= IB_ECN_ECT0;
+	if (sidx >= dev->ngid)
+		return EINVAL;
+	sgid = &dev->gid[sidx];
+	h->ip6 = !gid_is_v4(sgid);
+	if (h->ip6 != !gid_is_v4(dgid))
+		return EINVAL;	/* source and destination families differ */
+	if (h->ip6)
+		memcpy(h->dip6, dgid->raw, 16);
+	else
+		memcpy(&h->dip, &dgid->raw[12], 4);
+	dst_mac(dev, h, &mac);
+	h->ip_off = l2_fill(dev, h->b, &mac, h->ip6 ? RTE_ETHER_TYPE_IPV6 :
+			    RTE_ETHER_TYPE_IPV4, ah->sl);
+	if (h->ip6) {
+		struct rte_ipv6_hdr *ip6 = (void *)(h->b + h->ip_off);
+
+		ip6->vtc_flow = rte_cpu_to_be_32(6u << 28 |
+			(uint32_t)tclass << 20 | (ah->grh.flow_label & 0xfffff));
+		ip6->proto = IPPROTO_UDP;
+		ip6->hop_limits = hop;
+		memcpy(&ip6->src_addr, sgid->raw, 16);
+		memcpy(&ip6->dst_addr, h->dip6, 16);
+		h->len = h->ip_off + IP6_LEN + UDP_LEN;
+	} else {
+		struct rte_ipv4_hdr *ip = (void *)(h->b + h->ip_off);
+
+		ip->version_ihl = RTE_IPV4_VHL_DEF;
+		ip->type_of_service = tclass;
+		ip->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+		ip->time_to_live = hop;
+		ip->next_proto_id = IPPROTO_UDP;
+		ip->src_addr = dev->conf.ip;
+		ip->dst_addr = h->dip;
+		h->len = h->ip_off + IP_LEN + UDP_LEN;
+	}
+	udp = (void *)(h->b + h->len - UDP_LEN);
+	udp->src_port = rte_cpu_to_be_16(ib_udp_sport(qpn));
+	udp->dst_port = rte_cpu_to_be_16(IB_UDP_PORT);
+	udp->dgram_cksum = 0;
+	return 0;
+}
+
+/*
+ * Engine: put the destination MAC into a template once it is known, and
+ * again when ARP/ND learned another MAC for some address since (a peer
+ * that moved, a gratuitous ARP after a failover). While the address is
+ * being resolved again (its entry expired) the known MAC stays in use.
+ */
+int
+ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h)
+{
+	struct rte_ether_addr mac;
+	int ret;
+
+	if (likely(h->resolved && (!h->neigh || h->neigh_gen == dev->neigh_gen)))
+		return 0;
+	ret = h->ip6 ? ib_neigh_lookup6(dev, h->dip6, &mac) :
+		       ib_neigh_lookup(dev, h->dip, &mac);
+	h->neigh_gen = dev->neigh_gen;
+	if (ret != 0) {
+		if (h->resolved)
+			return 0;
+		ib_count(dev, IB_CNT_TX_WAIT_NEIGH);
+		return ret;
+	}
+	rte_ether_addr_copy(&mac, &((struct rte_ether_hdr *)h->b)->dst_addr);
+	h->resolved = 1;
+	h->neigh = 1;
+	return 0;
+}
+
+/*
+ * Allocate a packet of @opcode with @paylen payload bytes on the QP's path.
+ * Returns the mbuf with its BTH at *bth (to be filled by bth_set) and the
+ * payload at *payload; NULL when the pool is empty.
+ */
+static struct rte_mbuf *
+pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload);
+
+/* NULL too while the path's destination MAC is not known yet. */
+struct rte_mbuf *
+ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
+	     uint8_t **bth, uint8_t **payload)
+{
+	if (ib_hdr_resolve(qp->dev, &qp->path.hdr) != 0)
+		return NULL;
+	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload);
+}
+
+/*
+ * The same, to a UD WQE's copy of an address vector: the engine resolves
+ * the copy, never the AH, which the application reads at every post.
+ */
+struct rte_mbuf *
+ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av, uint8_t opcode,
+		uint32_t paylen, uint8_t **bth, uint8_t **payload)
+{
+	if (ib_hdr_resolve(qp->dev, av) != 0)
+		return NULL;
+	return pkt_alloc(qp, av, opcode, paylen, bth, payload);
+}
+
+/*
+ * The mbuf records where the IP header starts (l2_len) and its length
+ * (l3_len): ib_tx and the fault hook find the ICRC span and the BTH there.
+ */
+static struct rte_mbuf *
+pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload)
+{
+	const struct ib_opcode_info *info = &ib_opcode[opcode];
+	struct ib_dev *dev = qp->dev;
+	unsigned int pad = (-paylen) & 3;
+	uint32_t udplen = UDP_LEN + info->length + paylen + pad + IB_ICRC_LEN;
+	uint32_t total = h->len - UDP_LEN + udplen;
+	struct rte_udp_hdr *udp;
+	struct rte_mbuf *m;
+	uint8_t *p;
+
+	m = rte_pktmbuf_alloc(dev->pool);
+	if (unlikely(m == NULL)) {
+		ib_count(dev, IB_CNT_TX_DROP_NOMBUF);
+		return NULL;
+	}
+	p = (uint8_t *)rte_pktmbuf_append(m, total);
+	memcpy(p, h->b, h->len);
+	m->l2_len = h->ip_off;
+	udp = (void *)(p + h->len - UDP_LEN);
+	udp->src_port = rte_cpu_to_be_16(qp->udp_sport);
+	udp->dgram_len = rte_cpu_to_be_16(udplen);
+	if (likely(!h->ip6)) {
+		struct rte_ipv4_hdr *ip = (void *)(p + h->ip_off);
+
+		m->l3_len = IP_LEN;
+		ip->total_length = rte_cpu_to_be_16(IP_LEN + udplen);
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	} else {
+		struct rte_ipv6_hdr *ip6 = (void *)(p + h->ip_off);
+
+		m->l3_len = IP6_LEN;
+		ip6->payload_len = rte_cpu_to_be_16(udplen);
+	}
+	qp->rp.tx_bytes += total;
+	if (unlikely(qp->rp.limited))
+		ib_dcqcn_sent(qp, total);
+	*bth = p + h->len;
+	*payload = *bth + info->length;
+	if (pad)
+		memset(*payload + paylen, 0, pad);
+	(*bth)[1] = pad << BTH_PAD_SHIFT;
+	return m;
+}
+
+/* Fill the BTH of a packet from ib_pkt_alloc (keeps its pad count). */
+void
+ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn, int ackreq,
+	   uint32_t psn)
+{
+	unsigned int pad = bth_pad((struct ib_bth *)bth);
+
+	bth_set((struct ib_bth *)bth, opcode, se, pad, IB_DEFAULT_PKEY, qpn,
+		ackreq, psn);
+}
+
+int
+ib_tx_room(const struct ib_dev *dev)
+{
+	return IB_TX_PENDING - dev->tx_n;
+}
+
+/*
+ * DPIB_CAPTURE: a classic pcap file (link type Ethernet) of every frame
+ * the device transmits, for dissection by tshark or scapy. A debugging aid:
+ * it writes from the engine's transmit path.
+ */
+int
+ib_capture_open(struct ib_dev *dev, const char *path)
+{
+	const uint32_t hdr[6] = { 0xa1b2c3d4, 0x00040002, 0, 0, 65535, 1 };
+
+	dev->capture = fopen(path, "w");
+	if (dev->capture == NULL)
+		return -errno;
+	/* A valid (empty) capture from the start, for readers that open
+	 * it before the first frame.
+	 */
+	fwrite(hdr, sizeof(hdr), 1, dev->capture);
+	fflush(dev->capture);
+	return 0;
+}
+
+static void
+capture(struct ib_dev *dev, struct rte_mbuf **m, uint16_t n)
+{
+	struct timespec ts;
+	uint16_t i;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	for (i = 0; i < n; i++) {
+		uint32_t len = rte_pktmbuf_data_len(m[i]);
+		uint32_t rec[4] = { ts.tv_sec, ts.tv_nsec / 1000, len, len };
+
+		fwrite(rec, sizeof(rec), 1, dev->capture);
+		fwrite(rte_pktmbuf_mtod(m[i], void *), len, 1, dev->capture);
+	}
+	fflush(dev->capture);
+}
+
+void
+ib_tx_flush(struct ib_dev *dev)
+{
+	uint16_t sent;
+
+	if (unlikely(dev->fault != NULL)) {
+		/* Frames a port refused earlier were faulted already. */
+		dev->tx_n = dev->tx_clean +
+			    ib_fault_apply(dev, dev->tx_pending + dev->tx_clean,
+					   dev->tx_n - dev->tx_clean,
+					   IB_TX_PENDING - dev->tx_clean);
+	}
+	if (dev->tx_n == 0)
+		return;
+	/* Before the port owns them (it may free them at once); frames it
+	 * refuses stay at the head, already recorded.
+	 */
+	if (unlikely(dev->capture != NULL) && dev->tx_n > dev->tx_clean)
+		capture(dev, dev->tx_pending + dev->tx_clean,
+			(uint16_t)(dev->tx_n - dev->tx_clean));
+	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
+				(uint16_t)dev->tx_n);
+	dev->cnt[IB_CNT_TX_PKTS] += sent;
+	if (sent < dev->tx_n)
+		memmove(dev->tx_pending, dev->tx_pending + sent,
+			(dev->tx_n - sent) * sizeof(dev->tx_pending[0]));
+	dev->tx_n -= sent;
+	dev->tx_clean = dev->tx_n;
+}
+
+/*
+ * Queue a frame as it is (ARP); the port takes it at the next flush. A
+ * burst's worth is handed over at once; a port that still takes nothing
+ * makes the frame a drop.
+ */
+int
+ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	if (dev->tx_n >= IB_TX_BURST)
+		ib_tx_flush(dev);
+	if (unlikely(dev->tx_n == IB_TX_PENDING)) {
+		ib_count(dev, IB_CNT_TX_DROP_FULL);
+		rte_pktmbuf_free(m);
+		return -ENOBUFS;
+	}
+	dev->tx_pending[dev->tx_n++] = m;
+	return 0;
+}
+
+/* Seal a RoCEv2 packet with its ICRC and queue it. */
+int
+ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t iplen = rte_pktmbuf_data_len(m) - m->l2_len;
+	uint32_t crc = ib_icrc_inplace(p + m->l2_len, iplen - IB_ICRC_LEN);
+	rte_le32_t le = rte_cpu_to_le_32(crc);
+
+	memcpy(p + m->l2_len + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
+	return ib_tx_raw(dev, m);
+}
