@@ -51,12 +51,12 @@ build_bind_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		w->flags |= IBV_SEND_SIGNALED;
 	w->length = 0;
 	w->num_sge = 0;
-	w->rkey = wr->bind_mw.rkey;
-	w->remote_addr = b->addr;
-	w->compare_add = b->length;
-	w->swap = (uint64_t)(b->mr != NULL ? b->mr->lkey : 0) << 32 |
-		  to_mw(mw)->k.key >> 8;
-	w->imm = b->mw_access_flags;
+	w->bind.rkey = wr->bind_mw.rkey;
+	w->bind.addr = b->addr;
+	w->bind.length = b->length;
+	w->bind.lkey = b->mr != NULL ? b->mr->lkey : 0;
+	w->bind.mw_index = to_mw(mw)->k.key >> 8;
+	w->bind.access = b->mw_access_flags;
 	return 0;
 }
 
@@ -102,21 +102,20 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 			return EINVAL;
 		memcpy(sq_wqe_av(qp, w), &to_ah(wr->wr.ud.ah)->hdr,
 		       sizeof(struct ib_encap));
-		w->remote_addr = 0;
-		w->rkey = wr->wr.ud.remote_qpn & IB_QPN_MASK;
-		w->compare_add = wr->wr.ud.remote_qkey;
+		w->ud.qpn = wr->wr.ud.remote_qpn & IB_QPN_MASK;
+		w->ud.qkey = wr->wr.ud.remote_qkey;
 	} else if (is_atomic(wr->opcode)) {
-		w->remote_addr = wr->wr.atomic.remote_addr;
-		w->rkey = wr->wr.atomic.rkey;
-		w->compare_add = wr->wr.atomic.compare_add;
-		w->swap = wr->wr.atomic.swap;
+		w->rdma.va = wr->wr.atomic.remote_addr;
+		w->rdma.rkey = wr->wr.atomic.rkey;
+		w->rdma.compare_add = wr->wr.atomic.compare_add;
+		w->rdma.swap = wr->wr.atomic.swap;
 	} else if (wr->opcode == IBV_WR_SEND_WITH_INV ||
 		   wr->opcode == IBV_WR_LOCAL_INV) {
-		w->rkey = wr->invalidate_rkey;
+		w->inv.rkey = wr->invalidate_rkey;
 		w->imm = 0;
 	} else {
-		w->remote_addr = wr->wr.rdma.remote_addr;
-		w->rkey = wr->wr.rdma.rkey;
+		w->rdma.va = wr->wr.rdma.remote_addr;
+		w->rdma.rkey = wr->wr.rdma.rkey;
 	}
 
 	/* Inline data is copied now; its lkeys are not checked (verbs). */

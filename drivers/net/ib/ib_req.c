@@ -61,7 +61,7 @@ exec_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 {
 	if (w->opcode == IBV_WR_BIND_MW)
 		return ib_mw_bind_exec(qp, w);
-	return ib_mw_invalidate(qp, w->rkey, 0) == 0 ? IBV_WC_SUCCESS :
+	return ib_mw_invalidate(qp, w->inv.rkey, 0) == 0 ? IBV_WC_SUCCESS :
 	       IBV_WC_LOC_QP_OP_ERR;
 }
 
@@ -137,7 +137,7 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	uint8_t op = w->opcode == IBV_WR_SEND_WITH_IMM ? IB_UD_SEND_ONLY_IMM :
 						       IB_UD_SEND_ONLY;
 	const struct ib_opcode_info *info = &ib_opcode[op];
-	uint32_t qkey = (uint32_t)w->compare_add;
+	uint32_t qkey = w->ud.qkey;
 	struct ib_deth *deth;
 	uint8_t *bth, *pay;
 	struct rte_mbuf *m;
@@ -147,7 +147,7 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	m = ib_pkt_alloc_av(qp, sq_wqe_av(qp, w), op, w->length, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
-	ib_pkt_bth(bth, op, !!(w->flags & IBV_SEND_SOLICITED), w->rkey, 0,
+	ib_pkt_bth(bth, op, !!(w->flags & IBV_SEND_SOLICITED), w->ud.qpn, 0,
 		   qp->req.psn);
 	deth = (void *)(bth + info->offset[IB_HDR_DETH]);
 	deth->qkey = rte_cpu_to_be_32(qkey & 0x80000000u ? qp->attr.qkey : qkey);
@@ -218,22 +218,22 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 		   qp->path.dest_qpn, ackreq, qp->req.psn);
 	if (mask & IB_M_RETH)
 		reth_set((struct ib_reth *)(bth + info->offset[IB_HDR_RETH]),
-			 w->remote_addr, w->rkey, w->length);
+			 w->rdma.va, w->rdma.rkey, w->length);
 	if (mask & IB_M_IMMDT)
 		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
 	if (mask & IB_M_IETH)
 		*(rte_be32_t *)(bth + info->offset[IB_HDR_IETH]) =
-			rte_cpu_to_be_32(w->rkey);
+			rte_cpu_to_be_32(w->inv.rkey);
 	if (mask & IB_M_ATMETH) {
 		struct ib_atmeth *a = (void *)(bth + info->offset[IB_HDR_ATMETH]);
 
-		a->va = rte_cpu_to_be_64(w->remote_addr);
-		a->rkey = rte_cpu_to_be_32(w->rkey);
+		a->va = rte_cpu_to_be_64(w->rdma.va);
+		a->rkey = rte_cpu_to_be_32(w->rdma.rkey);
 		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
-			a->swap_add = rte_cpu_to_be_64(w->swap);
-			a->compare = rte_cpu_to_be_64(w->compare_add);
+			a->swap_add = rte_cpu_to_be_64(w->rdma.swap);
+			a->compare = rte_cpu_to_be_64(w->rdma.compare_add);
 		} else {
-			a->swap_add = rte_cpu_to_be_64(w->compare_add);
+			a->swap_add = rte_cpu_to_be_64(w->rdma.compare_add);
 			a->compare = 0;
 		}
 	}

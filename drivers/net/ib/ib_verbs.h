@@ -143,11 +143,29 @@ struct ib_send_wqe {
 	uint32_t flags;		/* IBV_SEND_*, SIGNALED resolved with sq_sig_all */
 	uint32_t length;	/* total bytes of the message */
 	uint32_t num_sge;	/* 0 with IBV_SEND_INLINE */
-	rte_be32_t imm;
-	uint32_t rkey;
-	uint64_t remote_addr;
-	uint64_t compare_add;
-	uint64_t swap;
+	rte_be32_t imm;		/* SEND/RDMA WRITE with immediate */
+	union {			/* what the opcode needs, by opcode */
+		struct {	/* RDMA WRITE/READ, ATOMIC WRITE, the atomics */
+			uint64_t va;
+			uint32_t rkey;
+			uint64_t compare_add;	/* CMP_AND_SWP, FETCH_ADD */
+			uint64_t swap;		/* CMP_AND_SWP */
+		} rdma;
+		struct {	/* UD SEND; the address vector at av_off */
+			uint32_t qpn;
+			uint32_t qkey;	/* high bit: the QP's Q_Key */
+		} ud;
+		struct {	/* LOCAL_INV, SEND_WITH_INV */
+			uint32_t rkey;
+		} inv;
+		struct {	/* BIND_MW (type 2 through the SQ, type 1 too) */
+			uint64_t addr, length;
+			uint32_t rkey;		/* the window's new rkey */
+			uint32_t mw_index;	/* its slot in the key table */
+			uint32_t lkey;		/* the MR, 0: unbind */
+			uint32_t access;
+		} bind;
+	};
 	union {
 		struct ibv_sge sge[0];
 		uint8_t inline_data[0];
