@@ -96,6 +96,7 @@ enum ib_opmask {
 	IB_M_UD		= 1u << 22,
 	IB_M_CNP	= 1u << 23,
 	IB_M_ATOMIC_WR	= 1u << 24,	/* ATOMIC WRITE */
+	IB_M_RWQE	= 1u << 25,	/* takes a receive WQE (responder) */
 };
 
 struct ib_opcode_info {
@@ -105,7 +106,7 @@ struct ib_opcode_info {
 	uint8_t offset[IB_HDR_NUM];	/* from the start of the BTH */
 };
 
-extern struct ib_opcode_info ib_opcode[256];
+extern const struct ib_opcode_info ib_opcode[256];
 
 /* Lengths of the headers of enum ib_hdr, payload excluded. */
 extern const uint8_t ib_hdr_len[IB_HDR_NUM];

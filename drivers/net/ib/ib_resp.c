@@ -181,11 +181,7 @@ check_op_seq(struct ib_qp *qp, struct ib_pkt *p)
 static enum resp_state
 check_resource(struct ib_qp *qp, struct ib_pkt *p)
 {
-	/* A receive WQE is taken by the first SEND packet, and by the
-	 * packet of a WRITE that carries the immediate.
-	 */
-	if (((p->mask & IB_M_SEND) && (p->mask & IB_M_FIRST)) ||
-	    ((p->mask & IB_M_WRITE) && (p->mask & IB_M_IMMDT))) {
+	if (p->mask & IB_M_RWQE) {
 		if (!qp->resp.have_rwqe) {
 			if (ib_resp_take_rwqe(qp) != 0)
 				return RESP_ERR_RNR;
