@@ -235,6 +235,9 @@ eal_start(void)
 	argv[argc++] = lcores;
 	argv[argc++] = "--log-level=lib.*:error";
 	argv[argc++] = "--log-level=pmd.*:error";
+	/* dpib's own stay at notice (a memory hook that failed says so). */
+	argv[argc++] = "--log-level=pmd.net.ib.*:notice";
+	argv[argc++] = "--log-level=lib.dpib:notice";
 	if (!pci)
 		argv[argc++] = "--no-pci";
 	if (config.hugepages == 1 ||
