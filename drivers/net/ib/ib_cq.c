@@ -56,7 +56,8 @@ int
 ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
 	struct ib_cq *cq = to_cq(ibcq);
-	uint32_t avail, i, cons;
+	const struct ibv_wc *e;
+	uint32_t pos;
 	int got = 0;
 
 	if (unlikely(n < 0))
@@ -64,16 +65,13 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (ib_engine_inline)
 		ib_engine_progress();
 	rte_spinlock_lock(&cq->poll_lock);
-	avail = ib_queue_count(&cq->q);
-	cons = cq->q.cons;
-	for (i = 0; i < avail && got < n; i++) {
-		const struct ibv_wc *e = ib_queue_slot(&cq->q, cons + i);
-
-		if (likely(e->qp_num != IB_CQE_PURGED))
-			wc[got++] = *e;
+	pos = cq->q.cons;
+	while (got < n && (e = ib_cq_next(cq, &pos)) != NULL) {
+		wc[got++] = *e;
+		pos++;
 	}
-	if (i)
-		ib_queue_consume(&cq->q, cons + i);
+	if (pos != cq->q.cons)
+		ib_queue_consume(&cq->q, pos);
 	rte_spinlock_unlock(&cq->poll_lock);
 	return got;
 }

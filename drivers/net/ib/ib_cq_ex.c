@@ -37,35 +37,12 @@ cur(struct ibv_cq_ex *cqx)
 	return to_xcq(cqx)->ex_cur;
 }
 
-/*
- * The first entry at or after ex_pos that the engine has published and that
- * a QP reset did not purge (ibv_poll_cq skips those too), or NULL.
- */
-static const struct ibv_wc *
-find_entry(struct ib_cq *cq)
-{
-	struct ib_queue *q = &cq->q;
-	const struct ibv_wc *e;
-
-	for (;; cq->ex_pos++) {
-		if (cq->ex_pos == q->prod_cache) {
-			q->prod_cache = __atomic_load_n(&q->prod,
-							__ATOMIC_ACQUIRE);
-			if (cq->ex_pos == q->prod_cache)
-				return NULL;
-		}
-		e = ib_queue_slot(q, cq->ex_pos);
-		if (likely(e->qp_num != IB_CQE_PURGED))
-			return e;
-	}
-}
-
 /* Make the entry found current, or return ENOENT when there is none. */
 static int
 load_entry(struct ibv_cq_ex *cqx)
 {
 	struct ib_cq *cq = to_xcq(cqx);
-	const struct ibv_wc *e = find_entry(cq);
+	const struct ibv_wc *e = ib_cq_next(cq, &cq->ex_pos);
 
 	cq->ex_cur = e;
 	if (e == NULL)

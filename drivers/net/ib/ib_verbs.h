@@ -512,6 +512,31 @@ static inline struct ib_mw *to_mw(struct ibv_mw *m)
 #define IB_CQE_PURGED	0xffffffffu
 
 /*
+ * The CQ ring's consumer rule, for ibv_poll_cq and the extended CQ alike:
+ * the first entry at or after *pos that the engine has published and that
+ * a QP reset did not purge, or NULL (*pos then where the published entries
+ * end). The caller holds poll_lock and consumes up to its own position.
+ */
+static inline const struct ibv_wc *
+ib_cq_next(struct ib_cq *cq, uint32_t *pos)
+{
+	struct ib_queue *q = &cq->q;
+	const struct ibv_wc *e;
+
+	for (;; (*pos)++) {
+		if (*pos == q->prod_cache) {
+			q->prod_cache = __atomic_load_n(&q->prod,
+							__ATOMIC_ACQUIRE);
+			if (*pos == q->prod_cache)
+				return NULL;
+		}
+		e = ib_queue_slot(q, *pos);
+		if (likely(e->qp_num != IB_CQE_PURGED))
+			return e;
+	}
+}
+
+/*
  * The SQ slots [comp.wqe_idx, end) went on the wire at least in part. A
  * retransmission moves req.wqe_idx back, not this end: responses to what
  * was sent before the rewind are still good.
