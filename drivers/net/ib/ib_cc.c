@@ -130,7 +130,7 @@ ib_cc_ack(struct ib_qp *qp, uint32_t n)
 	uint64_t now = rte_rdtsc();
 
 	if (r->probe_tsc != 0 &&
-	    psn_diff(qp->comp.acked_psn, r->probe_psn) >= 0)
+	    psn_diff(ib_comp_acked(qp), r->probe_psn) >= 0)
 		rtt_sample(qp, now);
 	early_restart(qp, now);
 	if (r->cwnd >= IB_CWND_MAX)
@@ -156,7 +156,7 @@ ib_cc_loss(struct ib_qp *qp, int timeout)
 {
 	struct ib_cc *r = &qp->cc;
 	uint32_t in_flight = (uint32_t)RTE_MAX(psn_diff(qp->req.max_psn,
-					qp->comp.acked_psn) - 1, 0);
+					ib_comp_acked(qp)) - 1, 0);
 	uint32_t half = RTE_MAX(RTE_MIN(r->cwnd, in_flight) / 2,
 				(uint32_t)IB_CWND_MIN);
 
@@ -171,7 +171,7 @@ ib_cc_loss(struct ib_qp *qp, int timeout)
 	 * new about the path. A timeout always cuts.
 	 */
 	if (!timeout && r->recover_set &&
-	    psn_diff(qp->comp.acked_psn, r->recover) < 0)
+	    psn_diff(ib_comp_acked(qp), r->recover) < 0)
 		return;
 	r->recover = qp->req.max_psn;
 	r->recover_set = 1;

@@ -56,23 +56,12 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 		.qp_num = qp->ibv.qp_num,
 	};
 
-	/* Its READ/atomic credit, if the requester holds one for it now. */
-	if (ib_wr_is_read_atomic(w->opcode) && st->npkts != 0 && qp->req.rd_atomic &&
-	    (int32_t)(qp->req.wqe_idx - qp->comp.wqe_idx) > 0)
-		qp->req.rd_atomic--;
+	ib_req_release_credit(qp, w, st);
 	if (status == IBV_WC_SUCCESS)
 		qp->comp.acked_psn = st->last_psn;
 	qp->comp.wqe_idx++;
 	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
-	if ((int32_t)(qp->comp.wqe_idx - qp->req.wqe_idx) > 0) {
-		/* Retired while the requester had gone back before it (the
-		 * original responses came after all): resume behind it.
-		 */
-		qp->req.wqe_idx = qp->comp.wqe_idx;
-		qp->req.offset = 0;
-		qp->req.psn = (st->last_psn + 1) & IB_PSN_MASK;
-		ib_req_recount(qp);
-	}
+	ib_req_follow(qp, st->last_psn);
 	if (report)
 		ib_cq_push(qp->scq, &wc, 0);
 	qp->comp.read_off = 0;
@@ -172,6 +161,8 @@ static const uint32_t rnr_timer_10us[32] = {
 static void
 comp_rnr(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
+	uint64_t until;
+
 	ib_count(qp->dev, IB_CNT_RNR_NAK_RCVD);
 	if (qp->comp.rnr_left == 0) {
 		comp_error(qp, IBV_WC_RNR_RETRY_EXC_ERR);
@@ -179,14 +170,15 @@ comp_rnr(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	}
 	if (qp->attr.rnr_retry != 7)	/* 7 means retry forever */
 		qp->comp.rnr_left--;
-	qp->req.wait_until = rte_rdtsc() + rte_get_tsc_hz() / 100000 *
-			     rnr_timer_10us[syndrome & 0x1f];
+	until = rte_rdtsc() + rte_get_tsc_hz() / 100000 *
+		rnr_timer_10us[syndrome & 0x1f];
+	ib_req_wait(qp, until);
 	/* The transport timer stands still while the requester waits, and
 	 * runs again from the end of the wait: should nothing be resent
 	 * then, it still fires.
 	 */
 	if (qp->timeout_tsc)
-		qp->comp.deadline = qp->req.wait_until + qp->timeout_tsc;
+		qp->comp.deadline = until + qp->timeout_tsc;
 	ib_req_rewind(qp, psn);
 }
 
@@ -342,7 +334,7 @@ resp_psn_ok(struct ib_qp *qp, uint32_t psn, int nak)
 		ib_count(qp->dev, IB_CNT_RX_STALE_RESP);
 		return 0;
 	}
-	if (psn_diff(psn, qp->req.max_psn) >= 0) {
+	if (psn_diff(psn, ib_req_max_psn(qp)) >= 0) {
 		ib_count(qp->dev, IB_CNT_RX_RESP_BAD_PSN);
 		return 0;
 	}
@@ -450,7 +442,7 @@ ib_qp_busy(const struct ib_qp *qp)
 		return 1;
 	switch (state) {
 	case IBV_QPS_RTS:
-		return qp->req.wqe_idx != prod;
+		return ib_req_next(qp) != prod;
 	case IBV_QPS_SQD:
 		return !qp->sq_drained;
 	case IBV_QPS_SQE:
@@ -459,4 +451,23 @@ ib_qp_busy(const struct ib_qp *qp)
 	default:
 		return 0;
 	}
+}
+
+/* The requester sent a packet: the transport timer runs, if it did not. */
+void
+ib_comp_arm(struct ib_qp *qp)
+{
+	if (qp->comp.deadline == 0 && qp->timeout_tsc)
+		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+}
+
+/*
+ * UC and UD complete on send: what the requester sent up to @last_psn
+ * counts as acknowledged, and the completer looks at it.
+ */
+void
+ib_comp_sent(struct ib_qp *qp, uint32_t last_psn)
+{
+	qp->comp.acked_psn = last_psn;
+	ib_comp_kick(qp);
 }

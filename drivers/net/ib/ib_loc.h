@@ -14,6 +14,34 @@
 #include "ib_verbs.h"
 #include "hca_if.h"
 
+/*
+ * What the requester and the completer read of each other: through these,
+ * never by field (each keeps its own struct: qp->req, qp->comp).
+ */
+static inline uint32_t
+ib_comp_acked(const struct ib_qp *qp)	/* last PSN acknowledged */
+{
+	return qp->comp.acked_psn;
+}
+
+static inline uint32_t
+ib_comp_oldest(const struct ib_qp *qp)	/* oldest SQ slot not completed */
+{
+	return qp->comp.wqe_idx;
+}
+
+static inline uint32_t
+ib_req_next(const struct ib_qp *qp)	/* next SQ slot to transmit */
+{
+	return qp->req.wqe_idx;
+}
+
+static inline uint32_t
+ib_req_max_psn(const struct ib_qp *qp)	/* one past the highest PSN sent */
+{
+	return qp->req.max_psn;
+}
+
 /* ib_event.c */
 void ib_events_forget(struct ib_evq *async, void *ibv_obj,
 		      pthread_mutex_t *mutex, pthread_cond_t *cond,
@@ -72,7 +100,7 @@ void ib_cc_early(struct ib_qp *qp, uint64_t now);
 static inline int
 ib_cc_open(const struct ib_qp *qp)
 {
-	return psn_diff(qp->req.psn, qp->comp.acked_psn) - 1 <
+	return psn_diff(qp->req.psn, ib_comp_acked(qp)) - 1 <
 	       (int32_t)qp->cc.cwnd;
 }
 
@@ -188,6 +216,10 @@ uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 void ib_req_run(struct ib_qp *qp);
 void ib_req_rewind(struct ib_qp *qp, uint32_t psn);
 void ib_req_recount(struct ib_qp *qp);
+void ib_req_release_credit(struct ib_qp *qp, const struct ib_send_wqe *w,
+			   const struct ib_swqe_state *st);
+void ib_req_follow(struct ib_qp *qp, uint32_t last_psn);
+void ib_req_wait(struct ib_qp *qp, uint64_t until);
 
 /* ib_resp.c: responder */
 void ib_resp_rx(struct ib_qp *qp, struct ib_pkt *p);
@@ -201,6 +233,8 @@ void ib_comp_rx(struct ib_qp *qp, const struct ib_pkt *p);
 void ib_comp_timer(struct ib_qp *qp, uint64_t now);
 void ib_comp_kick(struct ib_qp *qp);
 void ib_comp_go_back(struct ib_qp *qp);
+void ib_comp_arm(struct ib_qp *qp);
+void ib_comp_sent(struct ib_qp *qp, uint32_t last_psn);
 int ib_qp_busy(const struct ib_qp *qp);
 
 /* ib_neigh.c: IPv4 (ARP) and IPv6 (ND) neighbours, engine lcore only */

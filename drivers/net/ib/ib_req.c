@@ -211,7 +211,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	 * acknowledgements: AckReq stays clear (C9-18).
 	 */
 	ackreq = !uc && (last ||
-		 psn_diff(qp->req.psn, qp->comp.acked_psn) >=
+		 psn_diff(qp->req.psn, ib_comp_acked(qp)) >=
 		 (int32_t)qp->cc.cwnd ||
 		 (qp->req.psn & (ackreq_every(qp->cc.cwnd) - 1)) == 0);
 	ib_pkt_bth(bth, op, last && (w->flags & IBV_SEND_SOLICITED),
@@ -274,7 +274,7 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 		return REQ_SEND_PACKET;
 	if (__atomic_load_n(&qp->attr.qp_state, __ATOMIC_RELAXED) != IBV_QPS_RTS)
 		return REQ_STOP;	/* SQD: no new WQE starts */
-	if (qp->req.wqe_idx != qp->comp.wqe_idx &&
+	if (qp->req.wqe_idx != ib_comp_oldest(qp) &&
 	    qp->swqe[(qp->req.wqe_idx - 1) & qp->sq.mask].status)
 		return REQ_STOP;	/* an error stops the SQ (C10-91) */
 	/* IBA 9.7.4.1.5 / 10.8.3.3: READ and atomic credits, and FENCE. */
@@ -291,7 +291,7 @@ static void
 req_drain(struct ib_qp *qp)
 {
 	if (qp->sq_drained || qp->req.offset != 0 ||
-	    qp->comp.wqe_idx != qp->req.wqe_idx)
+	    ib_comp_oldest(qp) != qp->req.wqe_idx)
 		return;
 	qp->sq_drained = 1;
 	ib_async_event(qp->async, IBV_EVENT_SQ_DRAINED, qp);
@@ -364,9 +364,7 @@ ib_req_run(struct ib_qp *qp)
 			 * reach REQ_WQE_SENT if what was sent is lost.
 			 */
 			if (ret >= 0 && qp->ibv.qp_type == IBV_QPT_RC) {
-				if (qp->comp.deadline == 0 && qp->timeout_tsc)
-					qp->comp.deadline = rte_rdtsc() +
-							    qp->timeout_tsc;
+				ib_comp_arm(qp);
 				if (unlikely(!qp->cc.armed))
 					ib_cc_sent(qp);
 			}
@@ -400,10 +398,8 @@ ib_req_run(struct ib_qp *qp)
 			/* Unacknowledged services complete on send (RC's
 			 * timer started with the first packet).
 			 */
-			if (qp->ibv.qp_type != IBV_QPT_RC) {
-				qp->comp.acked_psn = st->last_psn;
-				ib_comp_kick(qp);
-			}
+			if (qp->ibv.qp_type != IBV_QPT_RC)
+				ib_comp_sent(qp, st->last_psn);
 			state = REQ_NEXT_WQE;
 			break;
 		case REQ_LOCAL_DONE:
@@ -411,8 +407,9 @@ ib_req_run(struct ib_qp *qp)
 			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
 				qp->req.hw_idx = qp->req.wqe_idx;
 			if (qp->ibv.qp_type != IBV_QPT_RC)
-				qp->comp.acked_psn = st->last_psn;
-			ib_comp_kick(qp);
+				ib_comp_sent(qp, st->last_psn);
+			else
+				ib_comp_kick(qp);
 			state = st->status ? REQ_STOP : REQ_NEXT_WQE;
 			break;
 		case REQ_ERR_LOCAL_LEN:
@@ -437,9 +434,9 @@ ib_req_run(struct ib_qp *qp)
 			/* Waiting for ARP counts against the transport timer
 			 * like an unanswered request (IBA 9.7.6.1.3).
 			 */
-			if (!qp->path.hdr.resolved && qp->comp.deadline == 0 &&
-			    qp->timeout_tsc && qp->ibv.qp_type != IBV_QPT_UD)
-				qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+			if (!qp->path.hdr.resolved &&
+			    qp->ibv.qp_type != IBV_QPT_UD)
+				ib_comp_arm(qp);
 			return;
 		}
 	}
@@ -456,7 +453,7 @@ ib_req_recount(struct ib_qp *qp)
 	uint32_t idx;
 
 	qp->req.rd_atomic = 0;
-	for (idx = qp->comp.wqe_idx; idx != qp->req.wqe_idx; idx++)
+	for (idx = ib_comp_oldest(qp); idx != qp->req.wqe_idx; idx++)
 		if (ib_wr_is_read_atomic(sq_wqe(qp, idx)->opcode) &&
 		    qp->swqe[idx & qp->sq.mask].npkts != 0)
 			qp->req.rd_atomic++;
@@ -470,7 +467,7 @@ ib_req_rewind(struct ib_qp *qp, uint32_t psn)
 	struct ib_send_wqe *w;
 	uint32_t idx, offset = 0;
 
-	for (idx = qp->comp.wqe_idx; idx != end; idx++) {
+	for (idx = ib_comp_oldest(qp); idx != end; idx++) {
 		st = &qp->swqe[idx & qp->sq.mask];
 		if (psn_diff(psn, st->last_psn) <= 0)
 			break;
@@ -491,4 +488,41 @@ ib_req_rewind(struct ib_qp *qp, uint32_t psn)
 		ib_sge_seek(w->sge, w->num_sge, &qp->req.cur, offset);
 	/* The re-sent WQE's own READ credit is taken again at CHECK_LOCAL. */
 	ib_req_recount(qp);
+}
+
+/*
+ * The completer retired @w: its READ/atomic credit goes back, if the
+ * requester holds one for it now (it does not after going back before it).
+ */
+void
+ib_req_release_credit(struct ib_qp *qp, const struct ib_send_wqe *w,
+		      const struct ib_swqe_state *st)
+{
+	if (ib_wr_is_read_atomic(w->opcode) && st->npkts != 0 &&
+	    qp->req.rd_atomic &&
+	    (int32_t)(qp->req.wqe_idx - ib_comp_oldest(qp)) > 0)
+		qp->req.rd_atomic--;
+}
+
+/*
+ * The completer moved past the requester, which had gone back before what
+ * was retired (the original responses came after all): resume behind it,
+ * at the PSN after @last_psn.
+ */
+void
+ib_req_follow(struct ib_qp *qp, uint32_t last_psn)
+{
+	if ((int32_t)(ib_comp_oldest(qp) - qp->req.wqe_idx) <= 0)
+		return;
+	qp->req.wqe_idx = ib_comp_oldest(qp);
+	qp->req.offset = 0;
+	qp->req.psn = (last_psn + 1) & IB_PSN_MASK;
+	ib_req_recount(qp);
+}
+
+/* An RNR NAK: nothing is sent before @until (TSC). */
+void
+ib_req_wait(struct ib_qp *qp, uint64_t until)
+{
+	qp->req.wait_until = until;
 }
