@@ -88,8 +88,11 @@ printf '%s\n' "${pairs[@]}" |
 	die "compiling the driver with $clang failed"
 compile "$src/tests/fuzz_rx.c" "$work/obj/fuzz_rx.o" -fsanitize=fuzzer ||
 	die "compiling tests/fuzz_rx.c failed"
+compile "$src/tests/fuzz_seeds.c" "$work/obj/fuzz_seeds.o" \
+	-fsanitize=fuzzer-no-link || die "compiling tests/fuzz_seeds.c failed"
 # shellcheck disable=SC2086
-"$clang" -fsanitize=fuzzer $sanitize "$work/obj/fuzz_rx.o" "${objs[@]}" \
+"$clang" -fsanitize=fuzzer $sanitize "$work/obj/fuzz_rx.o" \
+	"$work/obj/fuzz_seeds.o" "${objs[@]}" \
 	$libs -o "$bin" || die "linking fuzz_rx failed"
 
 # ---- run: no hugepages, inline engine, EAL files removed after each run.
