@@ -43,17 +43,13 @@ import struct
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-try:
-    from scapy.layers.l2 import Ether
-    from scapy.layers.inet import IP, UDP
-    from scapy.packet import Raw
-    from scapy.compat import raw
-    from scapy.utils import PcapWriter, RawPcapReader
-    from scapy.contrib.roce import BTH
-except ImportError as e:
-    print("SKIP: scapy with scapy.contrib.roce is needed (%s)" % e)
-    sys.exit(77)
-import wire_dissect as wd
+from roce_judge import scapy_or_skip  # noqa: E402
+
+Ether, IP, UDP, Raw, raw, PcapWriter, RawPcapReader, BTH = scapy_or_skip(
+    "scapy.layers.l2.Ether", "scapy.layers.inet.IP", "scapy.layers.inet.UDP",
+    "scapy.packet.Raw", "scapy.compat.raw", "scapy.utils.PcapWriter",
+    "scapy.utils.RawPcapReader", "scapy.contrib.roce.BTH")
+import wire_dissect as wd  # noqa: E402
 
 PEER_MAC = "02:00:00:00:00:02"
 # The peer speaks from the device's own address: RC and UC QPs take frames

@@ -7,9 +7,9 @@
   UDP 4791 and a BTH.
 - The ICRC (IBA A17.3.3) of IPv4 frames is recomputed by
   scapy.contrib.roce; scapy 2.5 has no IPv6 ICRC, so for IPv6 frames the
-  masked pseudo packet is built here (8 bytes of ones, IPv6 header with
-  traffic class, flow label and hop limit as ones, UDP checksum as ones,
-  BTH byte 4 as ones) and hashed with zlib's CRC-32.
+  masked pseudo packet is built by roce_judge.icrc_ipv6 (8 bytes of ones,
+  IPv6 header with traffic class, flow label and hop limit as ones, UDP
+  checksum as ones, BTH byte 4 as ones) and hashed with zlib's CRC-32.
 - tshark dissects the IPv6 frames as InfiniBand without malformed packets.
 
 Usage: wire_ipv6_vlan.py BUILD_TESTS_DIR SOURCE_TESTS_DIR
@@ -19,28 +19,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zlib
 
-try:
-    from scapy.all import rdpcap, Dot1Q, IP, IPv6, UDP
-    from scapy.contrib.roce import BTH
-except ImportError as e:
-    print("SKIP: scapy with scapy.contrib.roce is needed (%s)" % e)
-    sys.exit(77)
+from roce_judge import icrc_ipv6, scapy_or_skip
+
+rdpcap, Dot1Q, IP, IPv6, UDP, BTH = scapy_or_skip(
+    "scapy.all.rdpcap", "scapy.all.Dot1Q", "scapy.all.IP", "scapy.all.IPv6",
+    "scapy.all.UDP", "scapy.contrib.roce.BTH")
 
 VID = 100
-
-
-def icrc_ipv6(ip6):
-    """A17.3.3 over an IPv6 datagram (bytes from the IPv6 header on)."""
-    body = bytearray(ip6[:-4])
-    body[0] |= 0x0f                 # traffic class (low nibble of byte 0)
-    body[1:4] = b"\xff\xff\xff"     # traffic class, flow label
-    body[7] = 0xff                  # hop limit
-    body[40 + 6:40 + 8] = b"\xff\xff"  # UDP checksum
-    body[48 + 4] = 0xff             # BTH resv8a
-    crc = zlib.crc32(b"\xff" * 8 + bytes(body)) & 0xffffffff
-    return crc.to_bytes(4, "little")
 
 
 def main():
