@@ -11,7 +11,9 @@
 #include <string.h>
 #include <time.h>
 
-static int check_passed, check_failed;
+/* Unused in a file of several that make one test program. */
+static int check_passed __attribute__((unused));
+static int check_failed __attribute__((unused));
 static const char *check_current = "(none)";
 
 #define CHECK(cond, ...) do { \

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * test_verbs: the SRQ and its limit event (seed 002 section 8.1).
+ */
+#include "verbs_lb.h"
+
+/* Seed 002 8.1: SRQ shared by two QPs, the limit event and its re-arming. */
+void
+srq_shared_and_limit(void)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq_attr sa;
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_qp *s1, *s2, *r1, *r2;
+	struct ibv_recv_wr rwr, *bad;
+	struct ibv_sge sge;
+	struct ibv_wc wc;
+	int i;
+
+	CHECK(srq != NULL && si.attr.max_wr >= 16, "create_srq");
+	s1 = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	s2 = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	r1 = make_qp(IBV_QPT_RC, cq, cq, srq);
+	r2 = make_qp(IBV_QPT_RC, cq, cq, srq);
+	connect_pair(s1, r1);
+	connect_pair(s2, r2);
+	sge.addr = (uintptr_t)buf;
+	sge.length = 16;
+	sge.lkey = mr->lkey;
+	memset(&rwr, 0, sizeof(rwr));
+	rwr.sg_list = &sge;
+	rwr.num_sge = 1;
+	CHECK(ibv_post_recv(r1, &rwr, &bad) == EINVAL, "post_recv on SRQ QP");
+	for (i = 0; i < 6; i++) {
+		rwr.wr_id = 100 + i;
+		sge.addr = (uintptr_t)buf + 4096 * (i + 1);
+		CHECK(ibv_post_srq_recv(srq, &rwr, &bad) == 0, "post_srq_recv");
+	}
+	/* Post first, arm second (seed 002 8.1): 6 left, limit 4. */
+	sa.srq_limit = 4;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "arm limit");
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 4, "query");
+	sa.max_wr = 64;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_MAX_WR) == EINVAL, "resize");
+	/* Two SENDs, one through each QP: 4 left, not below 4. */
+	CHECK(post_send(s1, IBV_WR_SEND, 0, 16, 1, 0) == 0, "send 1");
+	CHECK(post_send(s2, IBV_WR_SEND, 0, 16, 2, 0) == 0, "send 2");
+	for (i = 0; i < 4; i++)
+		CHECK(poll_one(cq, &wc, 5) && wc.status == IBV_WC_SUCCESS,
+		      "completion %d", i);
+	CHECK(!fd_ready(ctx->async_fd, 20), "limit event at 4 of limit 4");
+	/* One more: 3 < 4 fires it, once. */
+	CHECK(post_send(s1, IBV_WR_SEND, 0, 16, 3, 0) == 0, "send 3");
+	CHECK(poll_one(cq, &wc, 5) && poll_one(cq, &wc, 5), "completions");
+	wait_async(IBV_EVENT_SRQ_LIMIT_REACHED, srq, 5000);
+	CHECK(ibv_query_srq(srq, &sa) == 0 && sa.srq_limit == 0, "disarmed");
+	CHECK(post_send(s2, IBV_WR_SEND, 0, 16, 4, 0) == 0, "send 4");
+	CHECK(poll_one(cq, &wc, 5) && poll_one(cq, &wc, 5), "completions");
+	CHECK(!fd_ready(ctx->async_fd, 20), "fired without re-arming");
+	/* Arming while already below the limit fires at once. */
+	sa.srq_limit = 5;
+	CHECK(ibv_modify_srq(srq, &sa, IBV_SRQ_LIMIT) == 0, "re-arm");
+	wait_async(IBV_EVENT_SRQ_LIMIT_REACHED, srq, 5000);
+	CHECK(ibv_destroy_srq(srq) == EBUSY, "SRQ with QPs destroyed");
+	/* An SRQ QP going to Error reports its last WQE. */
+	memset(&sa, 0, sizeof(sa));
+	{
+		struct ibv_qp_attr x = { .qp_state = IBV_QPS_ERR };
+
+		CHECK(ibv_modify_qp(r1, &x, IBV_QP_STATE) == 0, "to Error");
+	}
+	wait_async(IBV_EVENT_QP_LAST_WQE_REACHED, r1, 5000);
+	CHECK(ibv_destroy_qp(s1) == 0 && ibv_destroy_qp(s2) == 0 &&
+	      ibv_destroy_qp(r1) == 0 && ibv_destroy_qp(r2) == 0, "qps");
+	CHECK(ibv_destroy_srq(srq) == 0, "destroy_srq");
+	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
