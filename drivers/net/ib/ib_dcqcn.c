@@ -35,7 +35,6 @@
 #include <string.h>
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
-#include <rte_ip.h>
 #include <rte_kvargs.h>
 
 #include "ib_hca.h"
@@ -327,7 +326,7 @@ ib_dcqcn_may_send(struct ib_qp *qp)
 static void
 send_cnp(struct ib_qp *qp)
 {
-	uint8_t *bth, *pay, *l3;
+	uint8_t *bth, *pay;
 	struct rte_mbuf *m;
 
 	m = ib_pkt_alloc(qp, IB_CNP, 0, &bth, &pay);
@@ -337,16 +336,7 @@ send_cnp(struct ib_qp *qp)
 	bth[4] |= 0x40;				/* BECN */
 	memset(bth + IB_BTH_LEN, 0, 16);
 	/* Not ECN-capable: no reaction point would answer a mark on it. */
-	l3 = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len;
-	if (m->l3_len == sizeof(struct rte_ipv4_hdr)) {
-		struct rte_ipv4_hdr *ip = (void *)l3;
-
-		ip->type_of_service &= ~IB_ECN_MASK;
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-	} else {
-		l3[1] &= ~(IB_ECN_MASK << 4);
-	}
+	ip_set_ecn(rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len, 0);
 	ib_tx(qp->dev, m);
 	ib_count(qp->dev, IB_CNT_CNP_SENT);
 }

@@ -36,7 +36,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <rte_cycles.h>
-#include <rte_ip.h>
 #include <rte_kvargs.h>
 #include <rte_malloc.h>
 
@@ -82,6 +81,7 @@ static int
 set_rate(const char *key, const char *val, void *arg)
 {
 	struct ib_fault_rates *r = arg;
+	uint32_t *frames;
 	char *end;
 	double v = strtod(val, &end);
 
@@ -103,16 +103,13 @@ set_rate(const char *key, const char *val, void *arg)
 		r->rate_mbps = (uint32_t)v;
 		return 0;
 	}
-	if (strcmp(key, "queue") == 0 || strcmp(key, "ecn_kmin") == 0 ||
-	    strcmp(key, "ecn_kmax") == 0) {
+	frames = strcmp(key, "queue") == 0 ? &r->queue :
+		 strcmp(key, "ecn_kmin") == 0 ? &r->ecn_kmin :
+		 strcmp(key, "ecn_kmax") == 0 ? &r->ecn_kmax : NULL;
+	if (frames != NULL) {		/* a count of queued frames */
 		if (v < 1 || v > FAULT_QUEUE_MAX)
 			return -EINVAL;
-		if (key[0] == 'q')
-			r->queue = (uint32_t)v;
-		else if (strcmp(key, "ecn_kmin") == 0)
-			r->ecn_kmin = (uint32_t)v;
-		else
-			r->ecn_kmax = (uint32_t)v;
+		*frames = (uint32_t)v;
 		return 0;
 	}
 	if (v > 1)
@@ -289,24 +286,14 @@ ecn_mark(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	struct ib_fault *f = dev->fault;
 	uint8_t *l3 = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len;
-	int v4 = (l3[0] >> 4) == 4;
-	unsigned int ecn = v4 ? l3[1] & IB_ECN_MASK :
-				(l3[1] >> 4) & IB_ECN_MASK;
+	unsigned int ecn = ip_ecn(l3);
 
 	if (f->kmin == 0 || f->bq_n < f->kmin || ecn == 0 || ecn == IB_ECN_CE)
 		return;
 	if (f->bq_n < f->kmax &&
 	    rnd(f) >= f->pmax * (f->bq_n - f->kmin) / (f->kmax - f->kmin))
 		return;
-	if (v4) {
-		struct rte_ipv4_hdr *ip = (void *)l3;
-
-		ip->type_of_service |= IB_ECN_CE;
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
-	} else {
-		l3[1] |= IB_ECN_CE << 4;
-	}
+	ip_set_ecn(l3, IB_ECN_CE);
 	ib_count(dev, IB_CNT_FAULT_ECN_MARK);
 }
 

@@ -137,8 +137,7 @@ pkt_atmack(const struct ib_pkt *p)
 static inline unsigned int
 pkt_ecn(const struct ib_pkt *p)
 {
-	return (p->ip[0] >> 4) == 4 ? p->ip[1] & IB_ECN_MASK :
-				      (p->ip[1] >> 4) & IB_ECN_MASK;
+	return ip_ecn(p->ip);
 }
 
 #endif

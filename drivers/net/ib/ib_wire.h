@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <rte_byteorder.h>
+#include <rte_ip.h>
 
 #define IB_UDP_PORT		4791
 /* The encapsulation's header lengths (bytes). */
@@ -201,6 +202,33 @@ aeth_set(rte_be32_t *aeth, uint8_t syndrome, uint32_t msn)
 					(msn & 0xffffff));
 
 	memcpy(aeth, &v, sizeof(v));
+}
+
+/* The ECN codepoint of an IPv4 or IPv6 header (the version nibble says). */
+static inline unsigned int
+ip_ecn(const uint8_t *l3)
+{
+	return (l3[0] >> 4) == 4 ? l3[1] & IB_ECN_MASK :
+				   (l3[1] >> 4) & IB_ECN_MASK;
+}
+
+/*
+ * Set it (the IPv4 header checksum follows; the ICRC masks the traffic
+ * class, so it stays valid).
+ */
+static inline void
+ip_set_ecn(uint8_t *l3, unsigned int ecn)
+{
+	if ((l3[0] >> 4) == 4) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
+
+		ip->type_of_service = (ip->type_of_service & ~IB_ECN_MASK) |
+				      ecn;
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	} else {
+		l3[1] = (l3[1] & ~(IB_ECN_MASK << 4)) | ecn << 4;
+	}
 }
 
 /* PSNs are 24-bit serial numbers: a is before b when b - a is in (0, 2^23). */
