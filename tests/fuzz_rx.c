@@ -16,8 +16,9 @@
  *  - in Error every WR still posted flushes; a QP no frame reached keeps
  *    its state; no mbuf is lost.
  *
- * The device runs in inline engine mode, so dpib_inject() processes a frame
- * on this thread and every input is deterministic. Each input starts from
+ * The device runs in inline engine mode without the engine loop (fuzz_rx.sh
+ * sets takeover_us = never), so dpib_inject() processes a frame on this
+ * thread and every input is deterministic. Each input starts from
  * the same world: QPs of every type in states that take packets, their
  * receives posted, one RC requester with sends outstanding toward a peer
  * that does not exist (so forged ACKs, NAKs and READ/atomic responses reach

@@ -104,6 +104,9 @@ cat > "$conf" <<'EOF'
 hugepages = no
 memory = 256
 args = --no-telemetry
+[engine]
+# No engine loop: every frame runs synchronously in dpib_inject().
+takeover_us = never
 [device dpib0]
 port = net_ring_fuzz
 ip = 127.0.0.1

@@ -331,6 +331,35 @@ set_mode(struct parser *p, const char *val)
 	return 0;
 }
 
+/* Engine timings in µs: up to a second. */
+static int
+set_us(struct parser *p, const char *val, uint32_t *out)
+{
+	unsigned long v;
+
+	if (parse_uint(val, 1, 1000000, &v) != 0)
+		return refuse(p, "must be 1..1000000 (µs)");
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+set_spin_us(struct parser *p, const char *val)
+{
+	return set_us(p, val, &p->cfg->spin_us);
+}
+
+/* "never": inline mode without the loop, every pass on a verbs call. */
+static int
+set_takeover_us(struct parser *p, const char *val)
+{
+	if (strcmp(val, "never") == 0) {
+		p->cfg->takeover_us = IB_TAKEOVER_NEVER;
+		return 0;
+	}
+	return set_us(p, val, &p->cfg->takeover_us);
+}
+
 static int
 set_port(struct parser *p, const char *val)
 {
@@ -469,6 +498,8 @@ static const struct key eal_keys[] = {
 static const struct key engine_keys[] = {
 	{ "cpu", set_cpu, 0 },
 	{ "mode", set_mode, 0 },
+	{ "spin_us", set_spin_us, 0 },
+	{ "takeover_us", set_takeover_us, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -772,6 +803,8 @@ apply_env(struct dpib_config *cfg)
 			return -EINVAL;
 		}
 		d->engine_mode = cfg->engine_mode;
+		d->spin_us = cfg->spin_us;
+		d->takeover_us = cfg->takeover_us;
 		if (cap == NULL || *cap == '\0')
 			continue;
 		/* One file per device: the first keeps the name given. */

@@ -85,6 +85,16 @@ lcores_arg(char *buf, size_t len)
 			first = cpu;
 		last = cpu;
 	}
+	/* Inline mode: the engine loop mostly sleeps and shares the CPUs
+	 * with the program, so it floats over them too.
+	 */
+	if (config.engine_mode == IB_ENGINE_INLINE && config.lcore_cpu < 0) {
+		char cpus[256];
+
+		snprintf(cpus, sizeof(cpus), "%s", strchr(buf, '('));
+		snprintf(buf + n, len - n, "),1@%s)", cpus);
+		return;
+	}
 	engine = config.lcore_cpu >= 0 ? config.lcore_cpu : last;
 	snprintf(buf + n, len - n, "),1@%d", engine);
 }

@@ -29,6 +29,8 @@ struct dpib_config {
 	int hugepages;			/* -1 auto, 0 no, 1 yes */
 	int lcore_cpu;			/* -1: last CPU of the affinity mask */
 	int engine_mode;		/* enum ib_engine_mode */
+	uint32_t spin_us;		/* [engine] spin_us, 0: default */
+	uint32_t takeover_us;		/* [engine] takeover_us, 0: default */
 	unsigned int ndev;
 	struct ib_dev_conf dev[DPIB_MAX_DEVICES];
 };

@@ -28,9 +28,9 @@ struct ib_dcqcn_conf {
 
 /* How the engine makes progress (DESIGN.md, progress modes). */
 enum ib_engine_mode {
-	IB_ENGINE_ADAPTIVE,	/* own lcore; spin, yield, then sleep */
+	IB_ENGINE_ADAPTIVE,	/* own lcore; spin, then sleep until woken */
 	IB_ENGINE_POLL,		/* own lcore, always spinning */
-	IB_ENGINE_INLINE,	/* no lcore: ibv_poll_cq/post_send drive it */
+	IB_ENGINE_INLINE,	/* verbs calls drive it; the loop when idle */
 };
 
 /* Fault injection rates of one direction (ib_fault.c). */
@@ -60,6 +60,9 @@ struct ib_dev_conf {
 	int loopback;		/* the embedded loopback device */
 	int lcore;		/* engine lcore */
 	int engine_mode;	/* enum ib_engine_mode */
+	uint32_t spin_us;	/* engine spin before sleeping; 0: default */
+	uint32_t takeover_us;	/* inline: idle calls before the loop runs */
+#define IB_TAKEOVER_NEVER	UINT32_MAX	/* inline without the loop */
 	char capture[256];	/* pcap of transmitted frames, or "" */
 	struct ib_fault_rates fault[2];	/* requests, responses */
 	struct ib_dcqcn_conf dcqcn;	/* congestion control */

@@ -109,9 +109,18 @@ port_start(struct ib_dev *dev)
 		return ret;
 	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN)
 		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
+	/* Receive interrupts wake a sleeping engine; a PMD without them
+	 * ignores the request or refuses it, then the port runs without.
+	 */
+	conf.intr_conf.rxq = !dev->conf.loopback;
 	ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	if (ret != 0 && conf.intr_conf.rxq) {
+		conf.intr_conf.rxq = 0;
+		ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	}
 	if (ret != 0)
 		return ret;
+	dev->rx_intr = conf.intr_conf.rxq;
 	/* Virtual ports without MTU control carry what the config says. */
 	if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
 		uint16_t mtu;
@@ -192,6 +201,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	    (ret = ib_capture_open(dev, conf->capture)) != 0)
 		goto err;
 	ib_dcqcn_dev_init(dev);
+	ib_wake_open(dev);
 	ret = ib_neigh_init(dev);
 	if (ret == 0)
 		ret = ib_fault_init(dev);
@@ -233,6 +243,7 @@ ib_dev_destroy(struct ib_dev *dev)
 	if (dev->capture != NULL)
 		fclose(dev->capture);
 	ib_fault_fini(dev);
+	ib_wake_close(dev);
 	rte_ring_free(dev->db_ring);
 	rte_ring_free(dev->inject);
 	rte_free(dev->qp_tbl);

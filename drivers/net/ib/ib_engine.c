@@ -2,24 +2,34 @@
  * Copyright(c) 2026 dpib authors
  */
 /*
- * The engine: one loop on a dedicated lcore that owns every QP's transport
- * state. Each pass receives a burst per port, takes doorbells, runs the
- * active QPs (responder READ answers, requester, timers) and flushes TX.
+ * The engine: one loop that owns every QP's transport state. Each pass
+ * receives a burst per port, takes doorbells, runs the active QPs
+ * (responder READ answers, requester, timers) and flushes TX.
+ *
+ * The loop runs on the engine lcore in every mode; the modes differ in
+ * who else runs passes and in what the loop does when there is no work:
+ *   poll      never stops spinning (benchmarks on a core of their own);
+ *   adaptive  spins spin_us after the last work, then sleeps until a frame
+ *             arrives (ib_wake.c), a doorbell or control call rings, or
+ *             the next timer is due;
+ *   inline    the application's own verbs calls run passes; the loop
+ *             (unpinned) stays out of their way while they do, and takes
+ *             over, as adaptive, once none has run for takeover_us. A
+ *             target whose application sleeps in poll() still answers.
  *
  * Control operations (modify/destroy) are handed to the loop through a
- * small ring and run between passes, so the transport state has one owner.
- *
- * Back-off when idle (adaptive): spin, then yield, then sleep on a futex
- * that doorbells and control calls wake. Polling mode never sleeps.
+ * small ring and run between passes, so the transport state has one owner;
+ * in inline mode they run under the pass lock instead.
  */
 #include <errno.h>
 #include <string.h>
 #include <unistd.h>
-#include <sched.h>
-#include <time.h>
-#include <linux/futex.h>
-#include <sys/syscall.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
 #include <rte_cycles.h>
+#include <rte_epoll.h>
 #include <rte_ethdev.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
@@ -28,9 +38,9 @@
 #include "ib_hca.h"
 
 #define ENG_MAX_DEVS	16
-#define ENG_SPIN_US	50
-#define ENG_YIELD_US	2000
-#define ENG_NAP_US	200	/* sleep bound while a real port may receive */
+#define ENG_NAP_MIN_US	10	/* first nap of a port that cannot wake us */
+#define ENG_NAP_MAX_US	1000	/* and the longest: timers run this late */
+#define ENG_TICK_US	100000	/* sleep bound of an idle engine on a link */
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
 
 struct ib_ctl {
@@ -40,26 +50,50 @@ struct ib_ctl {
 };
 
 struct ib_engine {
-	unsigned int lcore;
+	/* Shared with applications: doorbells read it, inline passes
+	 * write app_tsc.
+	 */
+	uint32_t sleeping;	/* in epoll: a doorbell must write efd */
+	uint64_t app_tsc;	/* inline: an application call's last pass */
+
+	/* The loop's own. */
+	unsigned int lcore __rte_cache_aligned;
 	int launched;
-	int poll_mode;
-	rte_spinlock_t run;	/* inline mode: one pass at a time */
+	int looping;		/* engine_main runs on the lcore */
+	int mode;		/* enum ib_engine_mode */
+	uint32_t spin_us;
+	uint32_t takeover_us;
 	uint32_t stop;
+	rte_spinlock_t run;	/* inline mode: one pass at a time */
 	struct ib_dev *devs[ENG_MAX_DEVS];
 	uint32_t ndev;
 	struct rte_ring *ctl;
-	uint32_t sleeping;
-	uint32_t wake_seq;
+	int epfd;
+	int efd;		/* eventfd: doorbells, control calls, stop */
+	int tfd;		/* timerfd: naps shorter than a millisecond */
+	struct rte_epoll_event efd_ev, tfd_ev;
 	rte_spinlock_t lock;	/* launch and device list: control path */
 };
 
 static struct ib_engine engine = {
 	.lock = RTE_SPINLOCK_INITIALIZER,
 	.run = RTE_SPINLOCK_INITIALIZER,
+	.epfd = -1,
+	.efd = -1,
+	.tfd = -1,
 };
 
 /* Set at the first device of an inline configuration. */
 int ib_engine_inline;
+
+static void
+ring_efd(struct ib_engine *e)
+{
+	static const uint64_t one = 1;
+
+	if (write(e->efd, &one, sizeof(one)) != sizeof(one))
+		IB_LOG(DEBUG, "engine eventfd: %s", strerror(errno));
+}
 
 /*
  * After publishing work (a doorbell or control entry in a ring). The full
@@ -67,18 +101,14 @@ int ib_engine_inline;
  * the mirror image (store `sleeping`, then look at the rings). Without it
  * the CPU may satisfy the load first (x86 reorders a store with a later
  * load): the engine then finds the rings empty, this side finds it awake,
- * and on the loopback device, which sleeps without a timeout, the work
- * waits forever (seen as "engine did not answer" with both CPUs busy).
+ * and the work waits for the next timer or forever.
  */
 static void
-engine_wake(void)
+engine_wake(struct ib_engine *e)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&engine.sleeping, __ATOMIC_SEQ_CST)) {
-		__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);
-		syscall(SYS_futex, &engine.wake_seq, FUTEX_WAKE_PRIVATE, 1,
-			NULL, NULL, 0);
-	}
+	if (__atomic_load_n(&e->sleeping, __ATOMIC_SEQ_CST))
+		ring_efd(e);
 }
 
 void
@@ -111,7 +141,7 @@ ib_engine_doorbell(struct ib_qp *qp)
 		while (rte_ring_mp_enqueue(qp->dev->db_ring,
 					   (void *)(uintptr_t)qp->ibv.qp_num) != 0)
 			rte_pause();	/* the ring holds one entry per QP */
-		engine_wake();
+		engine_wake(&engine);
 	}
 }
 
@@ -129,12 +159,14 @@ deactivate(struct ib_dev *dev, struct ib_qp *qp)
 }
 
 static unsigned int
-run_ctl(void)
+run_ctl(struct ib_engine *e)
 {
 	struct ib_ctl *c;
 	unsigned int n = 0;
 
-	while (rte_ring_sc_dequeue(engine.ctl, (void **)&c) == 0) {
+	if (e->ctl == NULL)
+		return 0;
+	while (rte_ring_sc_dequeue(e->ctl, (void **)&c) == 0) {
 		c->fn(c->arg);
 		__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
 		n++;
@@ -200,75 +232,168 @@ ib_engine_poll(struct ib_dev *dev)
 	return work + dev->tx_n + ib_fault_pending(dev);
 }
 
-static int
-engine_has_active(void)
+/* One pass over every device (the caller may run them). */
+static unsigned int
+passes(struct ib_engine *e)
 {
+	unsigned int work = 0;
 	uint32_t i;
 
-	for (i = 0; i < engine.ndev; i++)
-		if (!TAILQ_EMPTY(&engine.devs[i]->active) ||
-		    engine.devs[i]->tx_n != 0)
+	for (i = 0; i < e->ndev; i++)
+		work += ib_engine_poll(e->devs[i]);
+	return work;
+}
+
+/* The loop's pass; in inline mode only when no application call runs one. */
+static unsigned int
+loop_pass(struct ib_engine *e)
+{
+	unsigned int work;
+
+	if (e->mode != IB_ENGINE_INLINE)
+		return run_ctl(e) + passes(e);
+	if (!rte_spinlock_trylock(&e->run))
+		return 1;	/* an application call is driving */
+	work = passes(e);
+	rte_spinlock_unlock(&e->run);
+	return work;
+}
+
+/* Anything due without a frame or a doorbell: transport timers, TX. */
+static int
+timers_pending(struct ib_engine *e)
+{
+	struct ib_qp *qp;
+	uint32_t i;
+
+	for (i = 0; i < e->ndev; i++) {
+		if (e->devs[i]->tx_n != 0 || ib_fault_pending(e->devs[i]))
 			return 1;
+		TAILQ_FOREACH(qp, &e->devs[i]->active, next)
+			if (ib_qp_busy(qp))
+				return 1;
+	}
 	return 0;
 }
 
-static int
-engine_has_doorbell(void)
+/*
+ * How long to sleep (µs; -1: until woken). A port that cannot wake the
+ * engine, and pending timers, get naps that lengthen with the idle time,
+ * from ENG_NAP_MIN_US to ENG_NAP_MAX_US: prompt after traffic, cheap
+ * (a thousand wake-ups a second at most) when it stays away.
+ */
+static int64_t
+sleep_bound(struct ib_engine *e, uint64_t idle_us)
 {
+	uint64_t now = rte_rdtsc(), due, us = rte_get_tsc_hz() / 1000000;
+	int64_t nap = (int64_t)RTE_MIN(RTE_MAX(idle_us / 8,
+					       (uint64_t)ENG_NAP_MIN_US),
+				       (uint64_t)ENG_NAP_MAX_US), t = -1;
 	uint32_t i;
 
-	if (!rte_ring_empty(engine.ctl))
-		return 1;
-	for (i = 0; i < engine.ndev; i++)
-		if (!rte_ring_empty(engine.devs[i]->db_ring))
-			return 1;
-	return 0;
+	if (timers_pending(e))
+		return nap;
+	for (i = 0; i < e->ndev; i++) {
+		struct ib_dev *dev = e->devs[i];
+
+		if (dev->conf.loopback)
+			continue;	/* only doorbells bring it work */
+		if (dev->wake.kind == IB_WAKE_NONE)
+			return nap;
+		if (t < 0)
+			t = ENG_TICK_US;
+		due = ib_neigh_next_due(dev);
+		if (due != UINT64_MAX)
+			t = RTE_MIN(t, due > now ? (int64_t)((due - now) / us) + 1
+						 : 1);
+	}
+	return t;
 }
 
 static void
-engine_sleep(void)
+arm_timer(struct ib_engine *e, int64_t us)
 {
-	struct timespec ts = { .tv_sec = 0, .tv_nsec = ENG_NAP_US * 1000 };
-	int timed = 0;
-	uint32_t i, seq;
+	struct itimerspec its = { 0 };
 
-	for (i = 0; i < engine.ndev; i++)
-		if (!engine.devs[i]->conf.loopback)
-			timed = 1;	/* packets may arrive from outside */
-	seq = __atomic_load_n(&engine.wake_seq, __ATOMIC_SEQ_CST);
-	__atomic_store_n(&engine.sleeping, 1, __ATOMIC_SEQ_CST);
-	if (!engine_has_doorbell() && !engine.stop)
-		syscall(SYS_futex, &engine.wake_seq, FUTEX_WAIT_PRIVATE, seq,
-			timed ? &ts : NULL, NULL, 0);
-	__atomic_store_n(&engine.sleeping, 0, __ATOMIC_SEQ_CST);
+	its.it_value.tv_sec = us / 1000000;
+	its.it_value.tv_nsec = (us % 1000000) * 1000;
+	if (timerfd_settime(e->tfd, 0, &its, NULL) != 0)
+		IB_LOG(DEBUG, "engine timerfd: %s", strerror(errno));
+}
+
+static void
+drain(int fd)
+{
+	uint64_t v;
+
+	while (read(fd, &v, sizeof(v)) == sizeof(v))
+		;
+}
+
+/*
+ * Sleep until a frame, a doorbell, a control call or the next timer.
+ * `sleeping` and the wake-ups are armed before the last look at the
+ * rings and ports: whatever arrives after that look wakes the sleep.
+ */
+static void
+engine_sleep(struct ib_engine *e, uint64_t idle_us)
+{
+	struct rte_epoll_event ev[ENG_MAX_DEVS + 2];
+	int64_t t;
+	uint32_t i;
+
+	__atomic_store_n(&e->sleeping, 1, __ATOMIC_SEQ_CST);
+	for (i = 0; i < e->ndev; i++)
+		ib_wake_arm(e->devs[i]);
+	if (loop_pass(e) == 0 &&
+	    !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		t = sleep_bound(e, idle_us);
+		if (t >= 0)
+			arm_timer(e, t);
+		rte_epoll_wait(e->epfd, ev, RTE_DIM(ev), t == 0 ? 0 : -1);
+		if (t > 0)
+			arm_timer(e, 0);
+	}
+	__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);
+	for (i = 0; i < e->ndev; i++)
+		ib_wake_disarm(e->devs[i]);
+	drain(e->efd);
+	drain(e->tfd);
 }
 
 static int
 engine_main(void *arg)
 {
-	uint64_t hz = rte_get_tsc_hz(), idle_since = 0, now;
-	uint32_t i;
+	struct ib_engine *e = arg;
+	const uint64_t us = rte_get_tsc_hz() / 1000000;
+	uint64_t last = rte_rdtsc(), now, nap = 0;
 
-	(void)arg;
-	while (!__atomic_load_n(&engine.stop, __ATOMIC_ACQUIRE)) {
-		unsigned int work = run_ctl();
-
-		for (i = 0; i < engine.ndev; i++)
-			work += ib_engine_poll(engine.devs[i]);
-		if (work || engine.poll_mode) {
-			idle_since = 0;
+	/* Naps of tens of µs must not become the default 50 µs slack. */
+	prctl(PR_SET_TIMERSLACK, 1000UL);
+	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		if (e->mode == IB_ENGINE_INLINE) {
+			now = rte_rdtsc();
+			if (now - __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED) <
+			    e->takeover_us * us) {
+				/* The application drives: look again later,
+				 * less often the longer it keeps driving.
+				 */
+				nap = nap ? RTE_MIN(nap * 2, (uint64_t)ENG_NAP_MAX_US) :
+					    e->takeover_us;
+				rte_delay_us_sleep(nap);
+				continue;
+			}
+			nap = 0;
+		}
+		if (loop_pass(e) != 0 || e->mode == IB_ENGINE_POLL) {
+			last = rte_rdtsc();
 			continue;
 		}
 		now = rte_rdtsc();
-		if (idle_since == 0)
-			idle_since = now;
-		if (now - idle_since < hz / 1000000 * ENG_SPIN_US)
+		if (now - last < e->spin_us * us)
 			rte_pause();
-		else if (now - idle_since < hz / 1000000 * ENG_YIELD_US ||
-			 engine_has_active())
-			sched_yield();
 		else
-			engine_sleep();
+			engine_sleep(e, (now - last) / us);
 	}
 	return 0;
 }
@@ -276,74 +401,119 @@ engine_main(void *arg)
 static void
 add_dev(void *arg)
 {
-	engine.devs[engine.ndev++] = arg;
+	struct ib_dev *dev = arg;
+
+	if (ib_wake_register(dev, engine.epfd) != 0) {
+		IB_LOG(NOTICE, "%s: receive wake-up not registered; the "
+		       "engine naps instead", dev->conf.name);
+		dev->wake.kind = IB_WAKE_NONE;
+	}
+	engine.devs[engine.ndev++] = dev;
+}
+
+static int
+add_fd(struct ib_engine *e, int fd, struct rte_epoll_event *ev)
+{
+	ev->epdata.event = EPOLLIN;
+	ev->epdata.data = e;
+	return rte_epoll_ctl(e->epfd, EPOLL_CTL_ADD, fd, ev);
+}
+
+/* The engine's wake-up descriptors: its epoll set, eventfd and timerfd. */
+static int
+engine_fds(struct ib_engine *e)
+{
+	e->epfd = epoll_create1(EPOLL_CLOEXEC);
+	e->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	e->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (e->epfd < 0 || e->efd < 0 || e->tfd < 0 ||
+	    add_fd(e, e->efd, &e->efd_ev) != 0 ||
+	    add_fd(e, e->tfd, &e->tfd_ev) != 0)
+		return errno ? errno : EIO;
+	return 0;
+}
+
+static void
+engine_conf(struct ib_engine *e, const struct ib_dev_conf *c)
+{
+	e->lcore = c->lcore;
+	e->mode = c->engine_mode;
+	e->spin_us = c->spin_us ? c->spin_us :
+		     e->mode == IB_ENGINE_INLINE ? IB_TAKEOVER_SPIN_US :
+						   IB_ENGINE_SPIN_US;
+	e->takeover_us = c->takeover_us ? c->takeover_us : IB_TAKEOVER_US;
 }
 
 /* Start the engine lcore with the first QP of a device (cheap when idle). */
 int
 ib_engine_attach(struct ib_dev *dev)
 {
+	struct ib_engine *e = &engine;
 	uint32_t i;
 	int err = 0;
 
-	rte_spinlock_lock(&engine.lock);
-	for (i = 0; i < engine.ndev; i++)
-		if (engine.devs[i] == dev)
+	rte_spinlock_lock(&e->lock);
+	for (i = 0; i < e->ndev; i++)
+		if (e->devs[i] == dev)
 			goto out;
-	if (engine.ndev == ENG_MAX_DEVS) {
+	if (e->ndev == ENG_MAX_DEVS) {
 		err = ENOSPC;
 		goto out;
 	}
-	if (!engine.launched) {
-		engine.ctl = rte_ring_create("ib_ctl", 64, SOCKET_ID_ANY,
-					     RING_F_SC_DEQ);
-		if (engine.ctl == NULL) {
+	if (e->launched) {
+		dev->eng = e;
+		rte_spinlock_unlock(&e->lock);
+		return ib_engine_exec(dev, add_dev, dev);
+	}
+	engine_conf(e, &dev->conf);
+	err = engine_fds(e);
+	if (err == 0 && e->mode != IB_ENGINE_INLINE) {
+		e->ctl = rte_ring_create("ib_ctl", 64, SOCKET_ID_ANY,
+					 RING_F_SC_DEQ);
+		if (e->ctl == NULL)
 			err = ENOMEM;
-			goto out;
-		}
-		engine.lcore = dev->conf.lcore;
-		engine.poll_mode = dev->conf.engine_mode == IB_ENGINE_POLL;
-		add_dev(dev);
-		dev->eng = (struct ib_engine *)&engine;
-		if (dev->conf.engine_mode == IB_ENGINE_INLINE) {
-			/* No lcore: the application's calls run the passes. */
-			ib_engine_inline = 1;
-			engine.launched = 1;
-			goto out;
-		}
-		if (rte_eal_remote_launch(engine_main, NULL, engine.lcore) != 0) {
-			engine.ndev--;
-			err = EBUSY;
-			goto out;
-		}
-		engine.launched = 1;
-		dev->eng = (struct ib_engine *)&engine;
+	}
+	if (err != 0)
+		goto out;
+	add_dev(dev);
+	dev->eng = e;
+	ib_engine_inline = e->mode == IB_ENGINE_INLINE;
+	if (e->mode == IB_ENGINE_INLINE && e->takeover_us == IB_TAKEOVER_NEVER) {
+		e->launched = 1;	/* only verbs calls run passes */
 		goto out;
 	}
-	dev->eng = (struct ib_engine *)&engine;
-	rte_spinlock_unlock(&engine.lock);
-	return ib_engine_exec(dev, add_dev, dev);
+	if (rte_eal_remote_launch(engine_main, e, e->lcore) != 0) {
+		e->ndev--;
+		dev->eng = NULL;
+		ib_engine_inline = 0;
+		err = EBUSY;
+		goto out;
+	}
+	e->looping = 1;
+	e->launched = 1;
 out:
-	rte_spinlock_unlock(&engine.lock);
+	rte_spinlock_unlock(&e->lock);
 	return err;
 }
 
 /*
- * Run @fn on the engine lcore between two passes and wait for it. Before
- * the engine runs (or on the engine itself) it runs here directly.
+ * Run @fn on the engine between two passes and wait for it. Before the
+ * engine runs (or on the engine itself) it runs here directly; in inline
+ * mode under the pass lock.
  */
 int
 ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 {
+	struct ib_engine *e = &engine;
 	struct ib_ctl c = { .fn = fn, .arg = arg };
 	uint64_t deadline;
 
 	if (ib_engine_inline) {
 		int i;
 
-		rte_spinlock_lock(&engine.run);
+		rte_spinlock_lock(&e->run);
 		fn(arg);
-		rte_spinlock_unlock(&engine.run);
+		rte_spinlock_unlock(&e->run);
 		/* What the change set in motion (a drain, a flush) happens
 		 * now, as it would on the engine lcore.
 		 */
@@ -351,14 +521,13 @@ ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 			;
 		return 0;
 	}
-	if (dev->eng == NULL || !engine.launched ||
-	    rte_lcore_id() == engine.lcore) {
+	if (dev->eng == NULL || !e->launched || rte_lcore_id() == e->lcore) {
 		fn(arg);
 		return 0;
 	}
-	while (rte_ring_mp_enqueue(engine.ctl, &c) != 0)
+	while (rte_ring_mp_enqueue(e->ctl, &c) != 0)
 		sched_yield();
-	engine_wake();
+	engine_wake(e);
 	deadline = rte_rdtsc() + 10 * rte_get_tsc_hz();
 	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE)) {
 		if (rte_rdtsc() > deadline) {
@@ -392,6 +561,7 @@ remove_dev(void *arg)
 
 	for (i = 0; i < engine.ndev; i++)
 		if (engine.devs[i] == arg) {
+			ib_wake_unregister(arg, engine.epfd);
 			engine.devs[i] = engine.devs[--engine.ndev];
 			break;
 		}
@@ -434,7 +604,7 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 	}
 	while (rte_ring_mp_enqueue(dev->inject, m) != 0)
 		sched_yield();
-	engine_wake();
+	engine_wake(&engine);
 	return 0;
 }
 
@@ -445,14 +615,14 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 int
 ib_engine_progress(void)
 {
-	uint32_t i;
-	int work = 0;
+	struct ib_engine *e = &engine;
+	int work;
 
-	if (!rte_spinlock_trylock(&engine.run))
+	if (!rte_spinlock_trylock(&e->run))
 		return 0;
-	for (i = 0; i < engine.ndev; i++)
-		work += ib_engine_poll(engine.devs[i]);
-	rte_spinlock_unlock(&engine.run);
+	__atomic_store_n(&e->app_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
+	work = (int)passes(e);
+	rte_spinlock_unlock(&e->run);
 	return work;
 }
 
@@ -487,11 +657,11 @@ ib_engine_shutdown(void)
 	if (!engine.launched)
 		return;
 	linger();
-	if (ib_engine_inline)
+	engine.launched = 0;
+	if (!engine.looping)
 		return;
 	__atomic_store_n(&engine.stop, 1, __ATOMIC_RELEASE);
-	__atomic_fetch_add(&engine.wake_seq, 1, __ATOMIC_SEQ_CST);
-	syscall(SYS_futex, &engine.wake_seq, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
+	ring_efd(&engine);
 	rte_eal_wait_lcore(engine.lcore);
-	engine.launched = 0;
+	engine.looping = 0;
 }

@@ -188,6 +188,14 @@ int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
 extern int ib_engine_inline;
 
+/* ib_wake.c: what wakes a sleeping engine */
+void ib_wake_open(struct ib_dev *dev);
+void ib_wake_close(struct ib_dev *dev);
+int ib_wake_register(struct ib_dev *dev, int epfd);
+void ib_wake_unregister(struct ib_dev *dev, int epfd);
+void ib_wake_arm(struct ib_dev *dev);
+void ib_wake_disarm(struct ib_dev *dev);
+
 /* ib_tx.c: header templates, packets built, the transmit buffer */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
 			      uint32_t paylen, uint8_t **bth, uint8_t **payload);
@@ -247,6 +255,7 @@ int ib_neigh_lookup6(struct ib_dev *dev, const uint8_t ip6[16],
 uint8_t *ib_l2_put(struct ib_dev *dev, struct rte_mbuf *m,
 		   const struct rte_ether_addr *dst, uint16_t type, uint32_t len);
 void ib_neigh_timer(struct ib_dev *dev, uint64_t now);
+uint64_t ib_neigh_next_due(const struct ib_dev *dev);
 void ib_neigh_announce(struct ib_dev *dev);
 int ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m);
 

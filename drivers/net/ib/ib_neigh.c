@@ -416,6 +416,13 @@ ib_neigh_timer(struct ib_dev *dev, uint64_t now)
 	neigh_scan(dev, nt);
 }
 
+/* When the table next needs the engine (TSC; UINT64_MAX: never). */
+uint64_t
+ib_neigh_next_due(const struct ib_dev *dev)
+{
+	return dev->neigh != NULL ? dev->neigh->next_due : UINT64_MAX;
+}
+
 /* A request for a new address: -EAGAIN, or -ENOSPC with a full table. */
 static int
 neigh_resolve(struct ib_dev *dev, uint32_t ip, const uint8_t *ip6)

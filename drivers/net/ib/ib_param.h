@@ -50,6 +50,10 @@
 /* Inline progress (ib_engine.c) */
 #define IB_INLINE_PASSES	64	/* a post runs up to this many */
 #define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
+#define IB_ENGINE_SPIN_US	50	/* an engine lcore spins, then sleeps */
+#define IB_TAKEOVER_US		20	/* inline: no call drove it for this */
+#define IB_TAKEOVER_SPIN_US	5	/* ... and the loop's spin, short: it
+					 * shares the CPUs with the program */
 
 /* Neighbours (ib_neigh.c) */
 #define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */

@@ -14,6 +14,7 @@
 #include <sys/queue.h>
 #include <infiniband/verbs.h>
 #include <rte_common.h>
+#include <rte_epoll.h>
 #include <rte_ether.h>
 #include <rte_spinlock.h>
 
@@ -28,6 +29,19 @@ struct ib_dev;
 struct ib_fault;
 struct ib_engine;
 struct ib_neigh;
+
+/* What wakes a sleeping engine when a frame arrives (ib_wake.c). */
+enum ib_wake_kind {
+	IB_WAKE_NONE,		/* none: the engine naps in bounded steps */
+	IB_WAKE_RX_INTR,	/* the port's receive interrupt */
+	IB_WAKE_TAP,		/* a packet socket on the af_packet interface */
+};
+
+struct ib_wake {
+	int kind;		/* enum ib_wake_kind */
+	int fd;
+	struct rte_epoll_event ev;	/* IB_WAKE_TAP, in the engine's set */
+};
 
 /* Engine -> application events (ib_event.c). */
 struct ib_evq {
@@ -491,6 +505,8 @@ struct ib_dev {
 	struct ib_neigh *neigh;		/* ARP/ND table (ib_neigh.c) */
 	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
 	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
+	struct ib_wake wake;		/* a frame arrived: wake the engine */
+	int rx_intr;			/* port configured with Rx interrupts */
 };
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * What wakes a sleeping engine when a frame arrives on a device's port.
+ *
+ * - The port's receive interrupt, where the PMD has one (net_tap, most PCI
+ *   NICs under vfio-pci): DPDK's per-queue event descriptor, registered in
+ *   the engine's epoll set with rte_eth_dev_rx_intr_ctl_q so that DPDK reads
+ *   out what needs reading.
+ * - net_af_packet has none, but its frames pass the kernel's packet taps:
+ *   a second packet socket on the same interface is the doorbell. Its
+ *   filter drops everything while the engine runs (no copy per frame on the
+ *   data path) and accepts one byte of every frame while the engine sleeps.
+ * - Anything else (net_memif, net_ring, net_af_xdp, whose XDP redirect
+ *   bypasses the taps): no wake-up; the engine naps in bounded steps.
+ *
+ * Arm before the last look at the port, disarm after waking: a frame that
+ * arrives in between is then either seen by that look or wakes the sleep.
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <linux/filter.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <rte_ethdev.h>
+#include <rte_interrupts.h>
+#include <rte_log.h>
+
+#include "ib_hca.h"
+
+/* "iface=NAME" of an af_packet port's devargs, into @name. */
+static int
+af_packet_iface(const char *spec, char *name, size_t len)
+{
+	const char *p = strstr(spec, "iface=");
+	size_t n;
+
+	if (strncmp(spec, "net_af_packet", 13) != 0 || p == NULL)
+		return -ENOENT;
+	p += 6;
+	n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return -EINVAL;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	return 0;
+}
+
+static int
+tap_filter(int fd, uint32_t snap)
+{
+	struct sock_filter ins = BPF_STMT(BPF_RET | BPF_K, snap);
+	struct sock_fprog prog = { .len = 1, .filter = &ins };
+
+	return setsockopt(fd, SOL_SOCKET, SO_ATTACH_FILTER, &prog,
+			  sizeof(prog));
+}
+
+static int
+tap_open(struct ib_wake *w, const char *iface)
+{
+	struct sockaddr_ll sll = { .sll_family = AF_PACKET };
+	int fd, rcvbuf = 64 * 1024;
+
+	sll.sll_protocol = htons(ETH_P_ALL);
+	sll.sll_ifindex = (int)if_nametoindex(iface);
+	if (sll.sll_ifindex == 0)
+		return -errno;
+	fd = socket(AF_PACKET, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* Drop all before binding: nothing queues until the first sleep. */
+	if (tap_filter(fd, 0) != 0 ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+		       sizeof(rcvbuf)) != 0 ||
+	    bind(fd, (struct sockaddr *)&sll, sizeof(sll)) != 0) {
+		int err = -errno;
+
+		close(fd);
+		return err;
+	}
+	w->fd = fd;
+	w->kind = IB_WAKE_TAP;
+	return 0;
+}
+
+/*
+ * The port's receive interrupt descriptor, or -1. ethdev reports a PMD
+ * without one as an error; here that is an answer, so it is not logged.
+ */
+static int
+rx_intr_fd(uint16_t port)
+{
+	int type = rte_log_register("lib.ethdev");
+	int level = type >= 0 ? rte_log_get_level(type) : -1;
+	int fd;
+
+	if (level >= 0)
+		rte_log_set_level(type, RTE_LOG_CRIT);
+	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0);
+	if (level >= 0)
+		rte_log_set_level(type, (uint32_t)level);
+	return fd;
+}
+
+/* After the port started: find the device's wake-up, if it has one. */
+void
+ib_wake_open(struct ib_dev *dev)
+{
+	struct ib_wake *w = &dev->wake;
+	char iface[IF_NAMESIZE];
+	int fd;
+
+	w->kind = IB_WAKE_NONE;
+	w->fd = -1;
+	if (dev->conf.loopback)
+		return;		/* nothing arrives from outside */
+	fd = dev->rx_intr ? rx_intr_fd(dev->port_id) : -1;
+	if (fd >= 0) {
+		w->kind = IB_WAKE_RX_INTR;
+		w->fd = fd;
+		return;
+	}
+	if (af_packet_iface(dev->conf.port, iface, sizeof(iface)) == 0 &&
+	    tap_open(w, iface) != 0)
+		IB_LOG(NOTICE, "%s: no packet tap on %s; the engine naps "
+		       "instead of sleeping", dev->conf.name, iface);
+}
+
+void
+ib_wake_close(struct ib_dev *dev)
+{
+	if (dev->wake.kind == IB_WAKE_TAP)
+		close(dev->wake.fd);
+	dev->wake.kind = IB_WAKE_NONE;
+	dev->wake.fd = -1;
+}
+
+/* Join the engine's epoll set (engine side, once per device). */
+int
+ib_wake_register(struct ib_dev *dev, int epfd)
+{
+	struct ib_wake *w = &dev->wake;
+
+	switch (w->kind) {
+	case IB_WAKE_RX_INTR:
+		return rte_eth_dev_rx_intr_ctl_q(dev->port_id, 0, epfd,
+						 RTE_INTR_EVENT_ADD, dev);
+	case IB_WAKE_TAP:
+		w->ev.epdata.event = EPOLLIN;
+		w->ev.epdata.data = dev;
+		return rte_epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &w->ev);
+	default:
+		return 0;
+	}
+}
+
+void
+ib_wake_unregister(struct ib_dev *dev, int epfd)
+{
+	struct ib_wake *w = &dev->wake;
+
+	if (w->kind == IB_WAKE_RX_INTR)
+		rte_eth_dev_rx_intr_ctl_q(dev->port_id, 0, epfd,
+					  RTE_INTR_EVENT_DEL, dev);
+	else if (w->kind == IB_WAKE_TAP)
+		rte_epoll_ctl(epfd, EPOLL_CTL_DEL, w->fd, &w->ev);
+}
+
+void
+ib_wake_arm(struct ib_dev *dev)
+{
+	if (dev->wake.kind == IB_WAKE_RX_INTR)
+		rte_eth_dev_rx_intr_enable(dev->port_id, 0);
+	else if (dev->wake.kind == IB_WAKE_TAP)
+		tap_filter(dev->wake.fd, 1);
+}
+
+void
+ib_wake_disarm(struct ib_dev *dev)
+{
+	char b[64];
+
+	if (dev->wake.kind == IB_WAKE_RX_INTR) {
+		rte_eth_dev_rx_intr_disable(dev->port_id, 0);
+	} else if (dev->wake.kind == IB_WAKE_TAP) {
+		tap_filter(dev->wake.fd, 0);
+		while (recv(dev->wake.fd, b, sizeof(b), MSG_DONTWAIT |
+			    MSG_TRUNC) >= 0)
+			;	/* the doorbell rang; the frames are the port's */
+	}
+}
