@@ -427,6 +427,18 @@ set_mtu(struct parser *p, const char *val)
 	return 0;
 }
 
+/* A bound in ms on the wait for the link at open: up to ten minutes. */
+static int
+set_link_wait_ms(struct parser *p, const char *val)
+{
+	unsigned long v;
+
+	if (parse_uint(val, 0, 600000, &v) != 0)
+		return refuse(p, "must be 0..600000 (ms)");
+	cur_dev(p)->link_wait_ms = (uint32_t)v;
+	return 0;
+}
+
 static int
 set_loopback(struct parser *p, const char *val)
 {
@@ -510,6 +522,7 @@ static const struct key device_keys[] = {
 	{ "vlan", set_vlan, 0 },
 	{ "mtu", set_mtu, 0 },
 	{ "loopback", set_loopback, 0 },
+	{ "link_wait_ms", set_link_wait_ms, 0 },
 	{ "faults", set_faults, 0 },
 	{ "faults_req", set_faults_req, 0 },
 	{ "faults_resp", set_faults_resp, 0 },

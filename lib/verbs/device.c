@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 
 #include "verbs_priv.h"
 
@@ -86,6 +87,37 @@ ibv_fork_init(void)
 	return 0;
 }
 
+/*
+ * A port whose link comes up only when its peer attaches (a memif server
+ * before its client starts) is waited for, within the device's
+ * link_wait_ms: a program that checks for PORT_ACTIVE right after opening
+ * the device (perftest does) then finds it active.
+ */
+static void
+link_wait(const struct ib_dev *dev)
+{
+	static int settled;	/* once a process */
+	const struct ib_dev_conf *conf = hca_conf(dev);
+	struct rte_eth_link link;
+	uint32_t t;
+
+	for (t = 0; t < conf->link_wait_ms; t++) {
+		if (rte_eth_link_get_nowait(hca_port_id(dev), &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			break;
+		usleep(1000);
+	}
+	/* Both ends see the link come up together; a client program that
+	 * then connects at once (perftest's, to the server's TCP port) must
+	 * not beat the server's program to its listening socket.
+	 */
+	if (t < conf->link_wait_ms && !settled &&
+	    strstr(conf->port, "role=client") != NULL) {
+		settled = 1;
+		usleep(DPIB_LINK_SETTLE_MS * 1000);
+	}
+}
+
 struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
@@ -97,6 +129,7 @@ ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	c->dev = container_of(device, struct dpib_device, ibv);
+	link_wait(c->dev->hw);
 	c->vctx.sz = sizeof(c->vctx);
 	c->vctx.query_port = dpib_query_port_ex;
 	c->vctx.query_device_ex = dpib_query_device_ex;

@@ -23,6 +23,9 @@ extern int dpib_logtype;
 #define DPIB_MAX_EAL_ARGS	48	/* [eal] args: words passed to EAL */
 
 /* Process-wide configuration, from DPIB_CONF or the built-in default. */
+/* A memif client, its link just up, lets the server's program go first. */
+#define DPIB_LINK_SETTLE_MS	200
+
 struct dpib_config {
 	char eal_args[1024];
 	unsigned int memory_mb;		/* without hugepages */

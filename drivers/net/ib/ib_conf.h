@@ -58,6 +58,7 @@ struct ib_dev_conf {
 	uint16_t vlan;		/* 802.1Q VID, 0: untagged */
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
+	uint32_t link_wait_ms;	/* ibv_open_device waits for the link */
 	int lcore;		/* engine lcore */
 	int engine_mode;	/* enum ib_engine_mode */
 	uint32_t spin_us;	/* engine spin before sleeping; 0: default */

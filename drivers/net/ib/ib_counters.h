@@ -10,6 +10,7 @@
 	X(RX_PKTS,		"rx_packets") \
 	X(TX_DROP_NOMBUF,	"tx_drop_no_mbuf") \
 	X(TX_DROP_FULL,		"tx_drop_queue_full") \
+	X(TX_DROP_LINK_DOWN,	"tx_drop_link_down") \
 	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
 	X(RX_BAD_VLAN,		"rx_drop_vlan_mismatch") \

@@ -8,6 +8,10 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
@@ -57,22 +61,79 @@ ib_mtu_from_eth(uint32_t eth_mtu)
 #define IB_AF_PACKET_RING	(8u << 20)
 
 static void
-af_packet_defaults(char *args, size_t len, uint32_t mtu)
+af_packet_defaults(char *args, size_t len, uint32_t *mtu)
 {
-	uint32_t framesz = rte_align32pow2(mtu + RTE_ETHER_HDR_LEN + 4 + 64);
-	uint32_t blocksz = RTE_MAX(framesz, 4096u);
+	/* net_af_packet refuses a frame slot larger than an mbuf's room
+	 * (less its 32-byte slot header); its MTU is what a slot carries
+	 * after the 52-byte header, the Ethernet header and a VLAN tag.
+	 */
+	uint32_t slot_max = IB_MBUF_DATA - RTE_PKTMBUF_HEADROOM + 32;
+	uint32_t mtu_max = slot_max - 52 - RTE_ETHER_HDR_LEN - 4;
+	uint32_t framesz, blocksz, a, b;
 	size_t n = strlen(args);
 
 	if (strstr(args, "framecnt=") || strstr(args, "framesz=") ||
 	    strstr(args, "blocksz="))
 		return;		/* the user sized it */
+	*mtu = RTE_MIN(*mtu, mtu_max);
+	framesz = RTE_ALIGN_CEIL(*mtu + 52 + RTE_ETHER_HDR_LEN + 4, 16);
+	/* The PMD finds frame i at i * framesz: blocks (whole pages) must
+	 * hold whole frames, so a block is the least common multiple.
+	 */
+	for (a = framesz, b = 4096; b != 0;) {
+		uint32_t r = a % b;
+
+		a = b;
+		b = r;
+	}
+	blocksz = framesz / a * 4096;
 	snprintf(args + n, len - n, "%sblocksz=%u,framesz=%u,framecnt=%u",
-		 n ? "," : "", blocksz, framesz, IB_AF_PACKET_RING / framesz);
+		 n ? "," : "", blocksz, framesz,
+		 RTE_MAX(IB_AF_PACKET_RING / blocksz, 1u) * (blocksz / framesz));
+}
+
+/* "iface=NAME" of an af_packet port's devargs, into @name. */
+int
+ib_af_packet_iface(const char *spec, char *name, size_t len)
+{
+	const char *p = strstr(spec, "iface=");
+	size_t n;
+
+	if (strncmp(spec, "net_af_packet", 13) != 0 || p == NULL)
+		return -ENOENT;
+	p += 6;
+	n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return -EINVAL;
+	memcpy(name, p, n);
+	name[n] = '\0';
+	return 0;
+}
+
+/*
+ * What an af_packet port carries: the kernel interface's MTU (set it with
+ * `ip link set IFACE mtu N`), within what the frame slots hold. ethdev
+ * will not set an MTU above the 1518-byte frame the PMD reports.
+ */
+static uint32_t
+af_packet_mtu(const char *spec, uint32_t want)
+{
+	struct ifreq ifr = { 0 };
+	int s, ok;
+
+	if (ib_af_packet_iface(spec, ifr.ifr_name, sizeof(ifr.ifr_name)) != 0)
+		return want;
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return want;
+	ok = ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0;
+	close(s);
+	return ok ? RTE_MIN(want, (uint32_t)ifr.ifr_mtu) : want;
 }
 
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
 static int
-port_open(const char *spec, uint32_t mtu, uint16_t *port_id)
+port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
 {
 	char name[RTE_DEV_NAME_MAX_LEN], args[512];
 	const char *comma = strchr(spec, ',');
@@ -107,7 +168,11 @@ port_start(struct ib_dev *dev)
 	ret = rte_eth_dev_info_get(port, &info);
 	if (ret != 0)
 		return ret;
-	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN)
+	/* net_af_packet says 1518 but takes what its frame slots hold
+	 * (af_packet_defaults sized them).
+	 */
+	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN &&
+	    strcmp(info.driver_name, "net_af_packet") != 0)
 		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
 	/* Receive interrupts wake a sleeping engine; a PMD without them
 	 * ignores the request or refuses it, then the port runs without.
@@ -122,7 +187,9 @@ port_start(struct ib_dev *dev)
 		return ret;
 	dev->rx_intr = conf.intr_conf.rxq;
 	/* Virtual ports without MTU control carry what the config says. */
-	if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
+	if (strcmp(info.driver_name, "net_af_packet") == 0)
+		dev->conf.mtu = af_packet_mtu(dev->conf.port, dev->conf.mtu);
+	else if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
 		uint16_t mtu;
 
 		if (!dev->conf.loopback && rte_eth_dev_get_mtu(port, &mtu) == 0)
@@ -183,7 +250,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 					    IB_MBUF_DATA, SOCKET_ID_ANY);
 	if (dev->db_ring == NULL || dev->pool == NULL || dev->inject == NULL)
 		goto err;
-	ret = port_open(conf->port, conf->mtu, &dev->port_id);
+	ret = port_open(conf->port, &dev->conf.mtu, &dev->port_id);
 	if (ret != 0) {
 		IB_LOG(ERR, "%s: cannot open port '%s'", conf->name, conf->port);
 		goto err;

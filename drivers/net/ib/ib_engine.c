@@ -40,6 +40,7 @@
 #define ENG_MAX_DEVS	16
 #define ENG_NAP_MIN_US	10	/* first nap of a port that cannot wake us */
 #define ENG_NAP_MAX_US	1000	/* and the longest: timers run this late */
+#define ENG_IDLE_NAP_US	5000	/* ... when no timer runs: 0.5 % of a core */
 #define ENG_TICK_US	100000	/* sleep bound of an idle engine on a link */
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
 
@@ -132,8 +133,15 @@ void
 ib_engine_doorbell(struct ib_qp *qp)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&qp->db_armed, __ATOMIC_RELAXED))
+	if (__atomic_load_n(&qp->db_armed, __ATOMIC_RELAXED)) {
+		/* On the active list, but the loop may sleep meanwhile (the
+		 * QP waits for an ACK): wake it. Inline mode's poster runs
+		 * passes itself.
+		 */
+		if (!ib_engine_inline)
+			engine_wake(&engine);
 		return;
+	}
 	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
 		/* The QPN, not the pointer: a QP destroyed while its doorbell
 		 * waits is then simply not found.
@@ -174,7 +182,11 @@ run_ctl(struct ib_engine *e)
 	return n;
 }
 
-/* One pass over a device; returns how much work was found. */
+/*
+ * One pass over a device; returns how much work it did: frames received
+ * and queued, doorbells taken. A QP that only waits (for an ACK, a timer,
+ * a port that takes nothing) is not work: the loop may then sleep.
+ */
 int
 ib_engine_poll(struct ib_dev *dev)
 {
@@ -183,7 +195,7 @@ ib_engine_poll(struct ib_dev *dev)
 	struct ib_qp *qp, *tmp;
 	int state;
 	unsigned int i, n, work;
-	uint64_t now;
+	uint64_t now, queued = dev->tx_queued;
 
 	ib_neigh_timer(dev, rte_rdtsc());
 	n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
@@ -226,10 +238,10 @@ ib_engine_poll(struct ib_dev *dev)
 			qp->idle_passes = 0;
 		else if (++qp->idle_passes >= ENG_IDLE_PASSES)
 			deactivate(dev, qp);
-		work++;
 	}
 	ib_tx_flush(dev);
-	return work + dev->tx_n + ib_fault_pending(dev);
+	return work + (unsigned int)(dev->tx_queued - queued) +
+	       ib_fault_pending(dev);
 }
 
 /* One pass over every device (the caller may run them). */
@@ -277,10 +289,10 @@ timers_pending(struct ib_engine *e)
 }
 
 /*
- * How long to sleep (µs; -1: until woken). A port that cannot wake the
- * engine, and pending timers, get naps that lengthen with the idle time,
- * from ENG_NAP_MIN_US to ENG_NAP_MAX_US: prompt after traffic, cheap
- * (a thousand wake-ups a second at most) when it stays away.
+ * How long to sleep (µs; -1: until woken). Pending timers, and a port that
+ * cannot wake the engine, get naps that lengthen with the idle time, from
+ * ENG_NAP_MIN_US to ENG_NAP_MAX_US (timers) or ENG_IDLE_NAP_US (the port):
+ * prompt after traffic, cheap when it stays away.
  */
 static int64_t
 sleep_bound(struct ib_engine *e, uint64_t idle_us)
@@ -299,7 +311,9 @@ sleep_bound(struct ib_engine *e, uint64_t idle_us)
 		if (dev->conf.loopback)
 			continue;	/* only doorbells bring it work */
 		if (dev->wake.kind == IB_WAKE_NONE)
-			return nap;
+			return (int64_t)RTE_MIN(RTE_MAX(idle_us / 8,
+						(uint64_t)ENG_NAP_MIN_US),
+						(uint64_t)ENG_IDLE_NAP_US);
 		if (t < 0)
 			t = ENG_TICK_US;
 		due = ib_neigh_next_due(dev);
@@ -347,11 +361,16 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 		ib_wake_arm(e->devs[i]);
 	if (loop_pass(e) == 0 &&
 	    !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+		/* Whole milliseconds are epoll's own timeout; a shorter nap
+		 * takes the timerfd (two more calls).
+		 */
 		t = sleep_bound(e, idle_us);
-		if (t >= 0)
+		if (t > 0 && t < 1000)
 			arm_timer(e, t);
-		rte_epoll_wait(e->epfd, ev, RTE_DIM(ev), t == 0 ? 0 : -1);
-		if (t > 0)
+		rte_epoll_wait(e->epfd, ev, RTE_DIM(ev),
+			       t < 0 ? -1 : t < 1000 ? (t == 0 ? 0 : -1) :
+			       (int)(t / 1000));
+		if (t > 0 && t < 1000)
 			arm_timer(e, 0);
 	}
 	__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);

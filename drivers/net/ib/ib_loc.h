@@ -188,6 +188,9 @@ int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
 extern int ib_engine_inline;
 
+/* ib_dev.c */
+int ib_af_packet_iface(const char *spec, char *name, size_t len);
+
 /* ib_wake.c: what wakes a sleeping engine */
 void ib_wake_open(struct ib_dev *dev);
 void ib_wake_close(struct ib_dev *dev);

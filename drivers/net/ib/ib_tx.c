@@ -331,6 +331,28 @@ capture(struct ib_dev *dev, struct rte_mbuf **m, uint16_t n)
 	fflush(dev->capture);
 }
 
+/*
+ * A port whose link is down (a memif peer not attached yet) takes nothing:
+ * its frames are dropped, as a NIC drops them, rather than kept for a link
+ * that may never come. The transport's timers resend what matters.
+ */
+static int
+link_down(struct ib_dev *dev)
+{
+	struct rte_eth_link link;
+	uint32_t i;
+
+	if (rte_eth_link_get_nowait(dev->port_id, &link) != 0 ||
+	    link.link_status != RTE_ETH_LINK_DOWN)
+		return 0;
+	for (i = 0; i < dev->tx_n; i++)
+		rte_pktmbuf_free(dev->tx_pending[i]);
+	dev->cnt[IB_CNT_TX_DROP_LINK_DOWN] += dev->tx_n;
+	dev->tx_n = 0;
+	dev->tx_clean = 0;
+	return 1;
+}
+
 void
 ib_tx_flush(struct ib_dev *dev)
 {
@@ -353,6 +375,8 @@ ib_tx_flush(struct ib_dev *dev)
 			(uint16_t)(dev->tx_n - dev->tx_clean));
 	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
 				(uint16_t)dev->tx_n);
+	if (unlikely(sent == 0) && link_down(dev))
+		return;
 	dev->cnt[IB_CNT_TX_PKTS] += sent;
 	if (sent < dev->tx_n)
 		memmove(dev->tx_pending, dev->tx_pending + sent,
@@ -377,6 +401,7 @@ ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
 		return -ENOBUFS;
 	}
 	dev->tx_pending[dev->tx_n++] = m;
+	dev->tx_queued++;
 	return 0;
 }
 

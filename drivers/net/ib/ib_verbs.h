@@ -493,6 +493,7 @@ struct ib_dev {
 	struct rte_ring *inject;	/* frames from dpib_inject(), MP/SC */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint32_t tx_n;
+	uint64_t tx_queued;		/* frames ever queued: the engine's work */
 	struct ib_qp_list active;
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];

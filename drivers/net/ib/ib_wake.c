@@ -34,24 +34,6 @@
 
 #include "ib_hca.h"
 
-/* "iface=NAME" of an af_packet port's devargs, into @name. */
-static int
-af_packet_iface(const char *spec, char *name, size_t len)
-{
-	const char *p = strstr(spec, "iface=");
-	size_t n;
-
-	if (strncmp(spec, "net_af_packet", 13) != 0 || p == NULL)
-		return -ENOENT;
-	p += 6;
-	n = strcspn(p, ",");
-	if (n == 0 || n >= len)
-		return -EINVAL;
-	memcpy(name, p, n);
-	name[n] = '\0';
-	return 0;
-}
-
 static int
 tap_filter(int fd, uint32_t snap)
 {
@@ -127,7 +109,7 @@ ib_wake_open(struct ib_dev *dev)
 		w->fd = fd;
 		return;
 	}
-	if (af_packet_iface(dev->conf.port, iface, sizeof(iface)) == 0 &&
+	if (ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) == 0 &&
 	    tap_open(w, iface) != 0)
 		IB_LOG(NOTICE, "%s: no packet tap on %s; the engine naps "
 		       "instead of sleeping", dev->conf.name, iface);
