@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+#
+# One-sided means one-sided (issue 23), two processes as two hosts over
+# af_packet (a veth pair between two network namespaces, created here and
+# removed at exit) and over memif:
+#   - passive_target (tests/passive_target.c): a server that sleeps in
+#     poll() while 100,000 WRITEs, READs and atomics run into its memory,
+#     in each engine mode; RNR retries and transport-timer resends of a
+#     requester that sleeps, in each engine mode;
+#   - Debian's perftest programs, unmodified, with the shipped two-process
+#     configuration's mode (inline) and with adaptive engines: bandwidth
+#     and latency of WRITE, READ, SEND and atomics, 1 and 64 QPs, 8 B to
+#     1 MiB. A run passes when both sides exit 0 and the client prints its
+#     result row.
+# Every run has a time limit.
+#
+# Usage: passive.sh BUILD_DIR [target|perftest|all] [af_packet|memif|all]
+set -u
+build=$(cd "$1" && pwd)
+what=${2:-all}
+links=${3:-all}
+run="$build/app/dpib-run"
+target="$build/tests/passive_target"
+tmp=$(mktemp -d /tmp/dpib-passive.XXXXXX)
+passed=0
+failed=0
+T=60	# seconds per program
+A="ip netns exec dpib-pt-a"
+B="ip netns exec dpib-pt-b"
+
+cleanup() {
+	ip netns del dpib-pt-a 2>/dev/null
+	ip netns del dpib-pt-b 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+ok() { passed=$((passed + 1)); echo "ok - $*"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
+
+# confs LINK SERVER_MODE CLIENT_MODE: $tmp/s.conf and $tmp/c.conf.
+confs() {
+	local link=$1 sm=$2 cm=$3
+	if [ "$link" = af_packet ]; then
+		printf '[engine]\nmode = %s\n[device dpib0]\nport = %s\n%s\n' \
+			"$sm" "net_af_packet0,iface=dpib-pa" \
+			"ip = 192.0.2.11" >"$tmp/s.conf"
+		printf '[engine]\nmode = %s\n[device dpib0]\nport = %s\n%s\n' \
+			"$cm" "net_af_packet0,iface=dpib-pb" \
+			"ip = 192.0.2.12" >"$tmp/c.conf"
+		echo "mtu = 9000" | tee -a "$tmp/s.conf" >>"$tmp/c.conf"
+	else
+		local m="net_memif0,socket=$tmp/memif.sock,socket-abstract=no"
+		printf '[engine]\nmode = %s\n[device dpib0]\nport = %s\n%s\n' \
+			"$sm" "$m,role=server" "ip = 192.0.2.1" >"$tmp/s.conf"
+		printf '[engine]\nmode = %s\n[device dpib0]\nport = %s\n%s\n' \
+			"$cm" "$m,role=client" "ip = 192.0.2.2" >"$tmp/c.conf"
+		printf 'mtu = 9000\nlink_wait_ms = 20000\n' |
+			tee -a "$tmp/s.conf" >>"$tmp/c.conf"
+	fi
+}
+
+# two LINK LABEL CHECK SERVER_ENV CLIENT_ENV -- PROGRAM ARGS...: the server,
+# then the client against the server's address; passes when both exit 0
+# and CHECK SERVER_LOG CLIENT_LOG prints the figure to report.
+two() {
+	local link=$1 label=$2 check=$3 senv=$4 cenv=$5
+	shift 6
+	local s="$tmp/server.log" c="$tmp/client.log" spre="" cpre="" addr
+	local srv rc src got
+	addr=127.0.0.1
+	if [ "$link" = af_packet ]; then
+		spre=$A cpre=$B addr=192.0.2.1
+	fi
+	rm -f "$tmp/memif.sock"
+	env $senv $spre timeout $T "$run" -c "$tmp/s.conf" "$@" >"$s" 2>&1 &
+	srv=$!
+	sleep 0.5
+	env $cenv $cpre timeout $T "$run" -c "$tmp/c.conf" "$@" $addr \
+		>"$c" 2>&1
+	rc=$?
+	wait $srv
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && got=$($check "$s" "$c"); then
+		ok "$link $label: $* ($got)"
+	else
+		fail "$link $label: $* (server rc $src, client rc $rc)"
+		sed 's/^/  server: /' "$s" | tail -6
+		sed "s/^/  client: /" "$c" | tail -30
+	fi
+}
+
+# passive_target's own lines: both sides' verdicts, the figure it printed.
+target_ok() {
+	grep -q "^ok - server" "$1" && grep -q "^ok - client" "$2" &&
+		cat "$1" "$2" | grep '^  ' | head -1 | sed 's/^ *//'
+}
+
+# perftest: the client's result row, numbers only.
+perftest_ok() {
+	local row
+
+	row=$(grep -A1 '#bytes' "$2" | tail -1 | tr -s ' \t' ' ')
+	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
+}
+
+veth() {
+	ip netns add dpib-pt-a && ip netns add dpib-pt-b &&
+	ip link add dpib-pa netns dpib-pt-a type veth peer name dpib-pb \
+		netns dpib-pt-b || return 1
+	ip -n dpib-pt-a addr add 192.0.2.1/24 dev dpib-pa
+	ip -n dpib-pt-b addr add 192.0.2.2/24 dev dpib-pb
+	# IB MTU 4096 needs a 4168-byte Ethernet MTU.
+	ip -n dpib-pt-a link set dpib-pa mtu 9000 up
+	ip -n dpib-pt-b link set dpib-pb mtu 9000 up
+	ip -n dpib-pt-a link set lo up
+	ip -n dpib-pt-b link set lo up
+}
+
+targets() {
+	local link=$1 mode
+	for mode in inline adaptive poll; do
+		# The server sleeps; the client drives (inline).
+		confs "$link" $mode inline
+		two "$link" "server $mode" target_ok "" "" -- \
+			"$target" ops -
+		# The client sleeps: its engine must retry and resend.
+		confs "$link" inline $mode
+		two "$link" "client $mode" target_ok "" "" -- \
+			"$target" rnr -
+		two "$link" "client $mode" target_ok "" \
+			"DPIB_FAULTS=drop=0.2,nak_drop=2,seed=3" -- "$target" timeout -
+	done
+}
+
+perftests() {
+	local link=$1 mode p
+	for mode in inline adaptive; do
+		confs "$link" $mode $mode
+		for p in "ib_write_bw -s 64 -q 1" "ib_write_bw -s 64 -q 64" \
+			 "ib_write_bw -s 1048576" "ib_read_bw -s 65536" \
+			 "ib_send_bw -s 8" "ib_send_bw -s 65536 -q 4" \
+			 "ib_atomic_bw" "ib_read_bw -s 8 -q 16" \
+			 "ib_write_lat -s 8" "ib_send_lat -s 8" \
+			 "ib_read_lat -s 8" "ib_atomic_lat"; do
+			two "$link" "$mode" perftest_ok "" "" -- \
+				$p -d dpib0 -x 0 -n 1000
+		done
+	done
+}
+
+for link in af_packet memif; do
+	[ "$links" = all ] || [ "$links" = $link ] || continue
+	if [ $link = af_packet ] && ! veth; then
+		fail "af_packet: network namespaces"
+		continue
+	fi
+	case $what in
+	target) targets $link ;;
+	perftest) perftests $link ;;
+	*) targets $link; perftests $link ;;
+	esac
+done
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
