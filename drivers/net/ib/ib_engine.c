@@ -43,6 +43,7 @@
 #define ENG_IDLE_NAP_US	5000	/* ... when no timer runs: 0.5 % of a core */
 #define ENG_TICK_US	100000	/* sleep bound of an idle engine on a link */
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
+#define ENG_STREAK	8	/* inline: looks that found calls driving */
 
 struct ib_ctl {
 	void (*fn)(void *);
@@ -349,18 +350,19 @@ drain(int fd)
  * `sleeping` and the wake-ups are armed before the last look at the
  * rings and ports: whatever arrives after that look wakes the sleep.
  */
-static void
+static unsigned int
 engine_sleep(struct ib_engine *e, uint64_t idle_us)
 {
 	struct rte_epoll_event ev[ENG_MAX_DEVS + 2];
+	unsigned int work;
 	int64_t t;
 	uint32_t i;
 
 	__atomic_store_n(&e->sleeping, 1, __ATOMIC_SEQ_CST);
 	for (i = 0; i < e->ndev; i++)
 		ib_wake_arm(e->devs[i]);
-	if (loop_pass(e) == 0 &&
-	    !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
+	work = loop_pass(e);
+	if (work == 0 && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		/* Whole milliseconds are epoll's own timeout; a shorter nap
 		 * takes the timerfd (two more calls).
 		 */
@@ -370,6 +372,9 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 		rte_epoll_wait(e->epfd, ev, RTE_DIM(ev),
 			       t < 0 ? -1 : t < 1000 ? (t == 0 ? 0 : -1) :
 			       (int)(t / 1000));
+		__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);
+		/* What woke the loop first, the bookkeeping after. */
+		work = loop_pass(e);
 		if (t > 0 && t < 1000)
 			arm_timer(e, 0);
 	}
@@ -378,6 +383,25 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 		ib_wake_disarm(e->devs[i]);
 	drain(e->efd);
 	drain(e->tfd);
+	return work;
+}
+
+/*
+ * Inline mode: while application calls drive the engine, how long the loop
+ * naps before it looks again (µs). First until the moment the calls would
+ * have stopped for takeover_us, so a program that drives in bursts (posts,
+ * polls its completion, then waits on memory) is covered within about
+ * takeover_us of its last call; a program that keeps driving through
+ * ENG_STREAK looks is left alone for longer and longer.
+ */
+static uint64_t
+defer_nap(struct ib_engine *e, uint64_t idle_us, uint32_t streak)
+{
+	if (streak <= ENG_STREAK)
+		return e->takeover_us - idle_us + 1;
+	return RTE_MIN((uint64_t)e->takeover_us << RTE_MIN(streak - ENG_STREAK,
+							   16u),
+		       (uint64_t)ENG_NAP_MAX_US);
 }
 
 static int
@@ -385,34 +409,38 @@ engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, nap = 0;
+	uint64_t last = rte_rdtsc(), now, idle;
+	uint32_t streak = 0;
 
-	/* Naps of tens of µs must not become the default 50 µs slack. */
+	/* Naps of a few µs must not become the default 50 µs slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		if (e->mode == IB_ENGINE_INLINE) {
 			now = rte_rdtsc();
-			if (now - __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED) <
-			    e->takeover_us * us) {
-				/* The application drives: look again later,
-				 * less often the longer it keeps driving.
-				 */
-				nap = nap ? RTE_MIN(nap * 2, (uint64_t)ENG_NAP_MAX_US) :
-					    e->takeover_us;
-				rte_delay_us_sleep(nap);
+			idle = (now - __atomic_load_n(&e->app_tsc,
+						      __ATOMIC_RELAXED)) / us;
+			if (idle < e->takeover_us) {
+				rte_delay_us_sleep(defer_nap(e, idle,
+							     ++streak));
 				continue;
 			}
-			nap = 0;
+			streak = 0;
 		}
 		if (loop_pass(e) != 0 || e->mode == IB_ENGINE_POLL) {
 			last = rte_rdtsc();
 			continue;
 		}
 		now = rte_rdtsc();
+		/* Traffic the application's calls handled is traffic too: a
+		 * port that cannot wake the loop gets short naps after it.
+		 */
+		if (e->mode == IB_ENGINE_INLINE)
+			last = RTE_MAX(last, RTE_MIN(now,
+				__atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED)));
 		if (now - last < e->spin_us * us)
 			rte_pause();
-		else
-			engine_sleep(e, (now - last) / us);
+		else if (engine_sleep(e, (now - last) / us) != 0)
+			last = rte_rdtsc();
 	}
 	return 0;
 }
