@@ -44,6 +44,9 @@
 #define ENG_TICK_US	100000	/* sleep bound of an idle engine on a link */
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
+#define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
+				 * program that stops calling is covered
+				 * this late, once */
 
 struct ib_ctl {
 	void (*fn)(void *);
@@ -392,7 +395,8 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
  * have stopped for takeover_us, so a program that drives in bursts (posts,
  * polls its completion, then waits on memory) is covered within about
  * takeover_us of its last call; a program that keeps driving through
- * ENG_STREAK looks is left alone for longer and longer.
+ * ENG_STREAK looks is left alone for longer and longer, up to
+ * ENG_DEFER_MAX_US: each look wakes a CPU the program is busy on.
  */
 static uint64_t
 defer_nap(struct ib_engine *e, uint64_t idle_us, uint32_t streak)
@@ -401,7 +405,7 @@ defer_nap(struct ib_engine *e, uint64_t idle_us, uint32_t streak)
 		return e->takeover_us - idle_us + 1;
 	return RTE_MIN((uint64_t)e->takeover_us << RTE_MIN(streak - ENG_STREAK,
 							   16u),
-		       (uint64_t)ENG_NAP_MAX_US);
+		       (uint64_t)ENG_DEFER_MAX_US);
 }
 
 static int
