@@ -47,6 +47,7 @@
 #define WARMUP		100
 #define RESEND_MS	100
 #define WAIT_S		10
+#define MAX_FRAME	4352	/* what dpib's own mbufs hold */
 
 enum kind { PING = 1, PONG = 2 };
 
@@ -144,6 +145,10 @@ frame(uint32_t kind, uint32_t seq)
 	if (m == NULL)
 		return NULL;
 	h = (struct hdr *)rte_pktmbuf_append(m, G.p.size);
+	if (h == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
 	memset(&h->eth.dst_addr, 0xff, RTE_ETHER_ADDR_LEN);
 	rte_ether_addr_copy(&G.mac, &h->eth.src_addr);
 	h->eth.ether_type = rte_cpu_to_be_16(ETHERTYPE);
@@ -381,7 +386,7 @@ open_port(void)
 	if (rte_eth_macaddr_get(G.port, &G.mac) != 0)
 		die("port address", EIO);
 	G.pool = rte_pktmbuf_pool_create("pktperf", 8191, 256, 0,
-					 RTE_MBUF_DEFAULT_BUF_SIZE,
+					 MAX_FRAME + RTE_PKTMBUF_HEADROOM,
 					 (int)rte_socket_id());
 	if (G.pool == NULL)
 		die("mbuf pool", ENOMEM);
@@ -435,7 +440,7 @@ main(int argc, char **argv)
 			usage(argv[0]);
 		}
 	}
-	if (G.p.size < sizeof(struct hdr) || G.p.size > 9000 ||
+	if (G.p.size < sizeof(struct hdr) || G.p.size > MAX_FRAME ||
 	    G.p.iters == 0 || G.p.secs == 0 || optind + 1 < argc)
 		usage(argv[0]);
 	G.server = optind == argc;

@@ -89,6 +89,13 @@ bench() {
 	echo "dpib: machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 	"$build/app/dpib-devinfo"
 	"$build/app/dpib-perf" "$@"
+	# Two processes as two hosts (network namespaces: root only).
+	if [ "$(id -u)" = 0 ]; then
+		echo
+		bash "$top/app/dpib-twohost.sh" "$build" "${DPIB_TWOHOST_REPS:-3}"
+	else
+		echo "dpib: the two-process table (app/dpib-twohost.sh) needs root"
+	fi
 }
 
 # meson prints its own summary; CI reads a plain "N passed, N failed" line.

@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+#
+# Two processes as two hosts, the way users first measure an RDMA stack:
+# unmodified perftest over dpib, beside the raw DPDK packet path between
+# the same two ports (dpib-pktperf) in the same run. Links: a veth pair
+# between two network namespaces (net_af_packet, MTU 9000: IB MTU 4096),
+# created here and removed at exit, and net_memif. Engine mode: inline,
+# the shipped two-process configurations' mode. Each figure is the median
+# of REPS runs (default 5); ratios are dpib over raw.
+#
+# Usage (root): dpib-twohost.sh BUILD_DIR [REPS]
+set -u
+build=$(cd "$1" && pwd)
+reps=${2:-5}
+run="$build/app/dpib-run"
+pkt="$build/app/dpib-pktperf"
+tmp=$(mktemp -d /tmp/dpib-twohost.XXXXXX)
+A="ip netns exec dpib-th-a"
+B="ip netns exec dpib-th-b"
+
+cleanup() {
+	ip netns del dpib-th-a 2>/dev/null
+	ip netns del dpib-th-b 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+setup() {
+	ip netns add dpib-th-a && ip netns add dpib-th-b &&
+	ip link add dpib-ta netns dpib-th-a type veth peer name dpib-tb \
+		netns dpib-th-b || exit 1
+	ip -n dpib-th-a addr add 192.0.2.1/24 dev dpib-ta
+	ip -n dpib-th-b addr add 192.0.2.2/24 dev dpib-tb
+	# No IPv6 chatter (DAD, router and listener reports) on the link
+	# while it is measured.
+	ip netns exec dpib-th-a sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	ip netns exec dpib-th-b sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	ip -n dpib-th-a link set dpib-ta mtu 9000 up
+	ip -n dpib-th-b link set dpib-tb mtu 9000 up
+	ip -n dpib-th-a link set lo up
+	ip -n dpib-th-b link set lo up
+	local m="net_memif0,socket=$tmp/memif.sock,socket-abstract=no"
+	printf '[engine]\nmode = inline\n[device dpib0]\nport = %s\n%s\n%s\n' \
+		net_af_packet0,iface=dpib-ta "ip = 192.0.2.11" "mtu = 9000" \
+		>"$tmp/af-s.conf"
+	printf '[engine]\nmode = inline\n[device dpib0]\nport = %s\n%s\n%s\n' \
+		net_af_packet0,iface=dpib-tb "ip = 192.0.2.12" "mtu = 9000" \
+		>"$tmp/af-c.conf"
+	printf '[engine]\nmode = inline\n[device dpib0]\nport = %s\n%s\n%s\n' \
+		"$m,role=server" "ip = 192.0.2.1" \
+		"mtu = 9000"$'\n'"link_wait_ms = 20000" >"$tmp/memif-s.conf"
+	printf '[engine]\nmode = inline\n[device dpib0]\nport = %s\n%s\n%s\n' \
+		"$m,role=client" "ip = 192.0.2.2" \
+		"mtu = 9000"$'\n'"link_wait_ms = 20000" >"$tmp/memif-c.conf"
+}
+
+# once LINK PROGRAM ARGS...: server then client; the client's output.
+once() {
+	local link=$1 spre="" cpre="" addr=127.0.0.1
+	shift
+	if [ "$link" = af ]; then
+		spre=$A cpre=$B addr=192.0.2.1
+	fi
+	rm -f "$tmp/memif.sock"
+	$spre timeout 60 "$run" -c "$tmp/$link-s.conf" "$@" >"$tmp/s.log" 2>&1 &
+	sleep 0.5
+	$cpre timeout 60 "$run" -c "$tmp/$link-c.conf" "$@" $addr 2>&1
+	wait
+}
+
+# perftest's result row, field N (1-based) of the numbers.
+pt_field() {
+	grep -A1 '#bytes' | tail -1 | tr -s ' \t' ' ' | sed 's/^ //' |
+		cut -d' ' -f"$1"
+}
+
+median() {
+	grep -E '^[0-9.]+$' | sort -g | awk '{ v[NR] = $1 }
+		END {
+			if (NR == 0) print "-"
+			else if (NR % 2) print v[(NR + 1) / 2]
+			else print (v[NR / 2] + v[NR / 2 + 1]) / 2
+		}'
+}
+
+# med LINK FIELD PROGRAM ARGS...: the median of REPS runs' FIELD; for
+# dpib-pktperf FIELD is a JSON key.
+med() {
+	local link=$1 field=$2 i
+	shift 2
+	for i in $(seq "$reps"); do
+		if [ "$1" = "$pkt" ]; then
+			once "$link" "$@" --json | grep '^{' |
+				python3 -c "import json,sys; print(json.loads(sys.stdin.readline())['$field'])"
+		else
+			once "$link" "$@" | pt_field "$field"
+		fi
+	done | median
+}
+
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN {
+		if (a == "-" || b == "-" || b == 0) print "-"
+		else printf "%.2f", a / b
+	}'
+}
+
+setup
+echo "two processes, inline engines, medians of $reps runs;" \
+	"$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
+printf '%-8s %-34s %12s %12s %8s\n' link figure dpib raw dpib/raw
+for link in af memif; do
+	name=$([ $link = af ] && echo veth || echo memif)
+	raw_pps=$(med $link mpps "$pkt" -t rate -s 64)
+	raw_lat=$(med $link typical_us "$pkt" -t lat -s 64 -n 5000)
+	raw_bw=$(med $link gbps "$pkt" -t rate -s 4200)
+	for q in 1 64; do
+		v=$(med $link 5 ib_write_bw -d dpib0 -x 0 -s 64 -q $q -n 5000)
+		printf '%-8s %-34s %12s %12s %8s\n' $name \
+			"64 B WRITE -q $q (M msg/s)" "$v" "$raw_pps" \
+			"$(ratio "$v" "$raw_pps")"
+	done
+	for p in ib_send_lat ib_write_lat ib_read_lat; do
+		v=$(med $link 6 $p -d dpib0 -x 0 -s 8 -n 5000)
+		printf '%-8s %-34s %12s %12s %8s\n' $name \
+			"$p -s 8 typical (us)" "$v" "$raw_lat" \
+			"$(ratio "$v" "$raw_lat")"
+	done
+	for p in ib_write_bw ib_read_bw; do
+		gb=$(med $link 4 $p -d dpib0 -x 0 -s 65536 -n 5000 \
+			--report_gbits)
+		printf '%-8s %-34s %12s %12s %8s\n' $name \
+			"$p -s 64K (Gbit/s)" "$gb" "$raw_bw" \
+			"$(ratio "$gb" "$raw_bw")"
+	done
+done
