@@ -12,6 +12,8 @@
  *   aw_rate     ATOMIC WRITE (IBA 1.5) rate     vs raw 8-byte frames/s
  *   mw_rate     RDMA WRITE rate through a type 1 memory window, vs the same
  *               raw frames as write_rate (the cost of the window checks)
+ *   qp_scale    RDMA WRITE message rate with 2 .. 16K QPs, every requester
+ *               with WRs outstanding, vs the rate with one pair (-Q)
  *
  * Each figure is the median of several repetitions.
  */
@@ -595,12 +597,127 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	free(lat);
 }
 
+/*
+ * The rate as QPs grow (-Q): @nqp QPs in pairs looped back through the
+ * device, every requester with QS_DEPTH WRITEs outstanding, one CQ for all
+ * of them; the WRs go round the requesters. Hardware HCAs lose rate once
+ * their QP context cache overflows; this says whether dpib does.
+ */
+#define QS_DEPTH	2
+
+static double
+dpib_qp_scale(struct bench *b, uint32_t nqp, uint32_t size, uint32_t iters)
+{
+	uint32_t npair = nqp / 2, i, posted = 0, done = 0;
+	struct ibv_qp **qp = calloc(nqp, sizeof(*qp));
+	uint32_t *out = calloc(npair, sizeof(*out));
+	struct ibv_wc wc[64];
+	struct ibv_cq *cq;
+	double t0, rate;
+	int n, k;
+
+	cq = ibv_create_cq(b->ctx, (int)RTE_MIN(npair * QS_DEPTH + 64, 65536u),
+			   NULL, NULL, 0);
+	if (qp == NULL || out == NULL || cq == NULL)
+		die("QP scale: resources", ENOMEM);
+	for (i = 0; i < nqp; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = QS_DEPTH, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.sq_sig_all = 1,
+		};
+
+		qp[i] = ibv_create_qp(b->pd, &ia);
+		if (qp[i] == NULL)
+			die("QP scale: create_qp", errno);
+	}
+	for (i = 0; i < npair; i++) {
+		qp_up(b, qp[2 * i], qp[2 * i + 1]->qp_num);
+		qp_up(b, qp[2 * i + 1], qp[2 * i]->qp_num);
+	}
+	iters = RTE_MAX(iters, npair * QS_DEPTH * 4);
+	t0 = now_s();
+	while (done < iters) {
+		/* Fill every requester that has room, round the pairs. */
+		for (i = 0; i < npair && posted < iters; i++) {
+			while (out[i] < QS_DEPTH && posted < iters) {
+				struct ibv_sge sge = { (uintptr_t)b->buf +
+						       (i % 64) * 64, size,
+						       b->mr->lkey };
+				struct ibv_send_wr wr = {
+					.wr_id = i, .sg_list = &sge,
+					.num_sge = 1,
+					.opcode = IBV_WR_RDMA_WRITE,
+					.wr.rdma = { (uintptr_t)b->buf +
+						     b->len / 2 + (i % 64) * 64,
+						     b->mr->rkey },
+				}, *bad;
+
+				if (ibv_post_send(qp[2 * i], &wr, &bad) != 0)
+					die("QP scale: post_send", EIO);
+				out[i]++;
+				posted++;
+			}
+		}
+		do {
+			n = ibv_poll_cq(cq, 64, wc);
+			for (k = 0; k < n; k++) {
+				if (wc[k].status != IBV_WC_SUCCESS)
+					die("QP scale: completion", EIO);
+				out[wc[k].wr_id]--;
+				done++;
+			}
+		} while (n == 64);
+	}
+	rate = done / (now_s() - t0);
+	for (i = 0; i < nqp; i++)
+		if (ibv_destroy_qp(qp[i]) != 0)
+			die("QP scale: destroy_qp", EBUSY);
+	ibv_destroy_cq(cq);
+	free(qp);
+	free(out);
+	return rate;
+}
+
+static void
+qp_scale(struct bench *b, const struct opts *o, const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+	double base = 0, v[64];
+	uint32_t i;
+
+	print_header("RDMA_Write Message Rate as QPs grow", o);
+	printf(" #QPs    #bytes  outstanding/QP  MsgRate[Mpps]  vs 2 QPs\n");
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint32_t nqp = (uint32_t)strtoul(tok, NULL, 0);
+
+		if (nqp < 2 || nqp > 32768)
+			die("-Q: QP counts 2 .. 32768", EINVAL);
+		nqp &= ~1u;
+		for (i = 0; i < o->reps; i++)
+			v[i] = dpib_qp_scale(b, nqp, o->rate_size, o->iters);
+		v[0] = median(v, o->reps);
+		if (base == 0)
+			base = v[0];
+		printf(" %-7u %-7u %-15u %-14.3f %.2f\n", nqp, o->rate_size,
+		       QS_DEPTH, v[0] / 1e6, v[0] / base);
+		fflush(stdout);
+	}
+	free(copy);
+}
+
 static void
 usage(void)
 {
 	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
 	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
-	       "  -c  print the device counters that moved, after the run\n");
+	       "                 [-Q QPS,QPS,...]\n"
+	       "  -c  print the device counters that moved, after the run\n"
+	       "  -Q  also the RDMA WRITE rate with these many QPs (pairs, %d\n"
+	       "      WRITEs outstanding on each requester), e.g.\n"
+	       "      -Q 2,16,256,1024,4096,16384\n", QS_DEPTH);
 }
 
 /* The device counters that are not zero (-c): what the run cost. */
@@ -629,8 +746,9 @@ main(int argc, char **argv)
 	uint32_t bw_iters, lat_iters;
 	cpu_set_t set;
 	int c, err, counters = 0;
+	const char *scale = NULL;
 
-	while ((c = getopt(argc, argv, "n:r:s:b:l:o:ch")) != -1) {
+	while ((c = getopt(argc, argv, "n:r:s:b:l:o:cQ:h")) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
 		case 'r': o.reps = strtoul(optarg, NULL, 0); break;
@@ -639,6 +757,7 @@ main(int argc, char **argv)
 		case 'l': o.lat_size = strtoul(optarg, NULL, 0); break;
 		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
 		case 'c': counters = 1; break;
+		case 'Q': scale = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 1;
 		}
 	}
@@ -688,6 +807,8 @@ main(int argc, char **argv)
 		   o.rate_size, o.iters, res.mw_rate, res.raw_rate);
 	printf(" (through the MR's own rkey above: %.3f Mpps; window/MR %.2f)\n",
 	       res.rate / 1e6, res.mw_rate / res.rate);
+	if (scale != NULL)
+		qp_scale(&b, &o, scale);
 	printf("\n");
 	if (counters)
 		print_counters(&b);

@@ -430,6 +430,32 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	ib_comp_go_back(qp);
 }
 
+/*
+ * Can the QP make progress now, without a frame or a timer: WRs not sent
+ * yet, responses or an ACK owed, a drain or a flush? A QP that is busy but
+ * not runnable only waits (ib_engine.c's waiting list).
+ */
+int
+ib_qp_runnable(const struct ib_qp *qp)
+{
+	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
+	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
+
+	if (qp->resp.rd_head != qp->resp.rd_tail || qp->resp.ack_owed)
+		return 1;
+	switch (state) {
+	case IBV_QPS_RTS:
+		return ib_req_next(qp) != prod;
+	case IBV_QPS_SQD:
+		return !qp->sq_drained;
+	case IBV_QPS_SQE:
+	case IBV_QPS_ERR:
+		return qp->comp.wqe_idx != prod;	/* to be flushed */
+	default:
+		return 0;
+	}
+}
+
 /* Has the QP anything for the engine to do on the send side? */
 int
 ib_qp_busy(const struct ib_qp *qp)

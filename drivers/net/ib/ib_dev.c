@@ -232,6 +232,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		return -ENOMEM;
 	dev->conf = *conf;
 	TAILQ_INIT(&dev->active);
+	TAILQ_INIT(&dev->waiting);
 	rte_spinlock_init(&dev->ctl_lock);
 	ret = -ENOMEM;
 	dev->qp_tbl = rte_zmalloc("ib_qp_tbl", IB_MAX_QP * sizeof(void *), 0);

@@ -43,6 +43,8 @@
 #define ENG_IDLE_NAP_US	5000	/* ... when no timer runs: 0.5 % of a core */
 #define ENG_TICK_US	100000	/* sleep bound of an idle engine on a link */
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
+#define ENG_MANY_QPS	64	/* ... unless more than this many are on it */
+#define ENG_SWEEP_QPS	16	/* waiting QPs whose timers a pass looks at */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
@@ -119,10 +121,30 @@ engine_wake(struct ib_engine *e)
 void
 ib_engine_activate(struct ib_qp *qp)
 {
-	if (!qp->active) {
-		qp->active = 1;
-		TAILQ_INSERT_TAIL(&qp->dev->active, qp, next);
+	struct ib_dev *dev = qp->dev;
+
+	if (qp->active == IB_QP_ACTIVE)
+		return;
+	if (qp->active == IB_QP_WAITING)
+		TAILQ_REMOVE(&dev->waiting, qp, next);
+	qp->active = IB_QP_ACTIVE;
+	TAILQ_INSERT_TAIL(&dev->active, qp, next);
+	dev->nactive++;
+}
+
+/* Off the engine's lists (the QP is being destroyed). */
+void
+ib_engine_forget(struct ib_qp *qp)
+{
+	struct ib_dev *dev = qp->dev;
+
+	if (qp->active == IB_QP_ACTIVE) {
+		TAILQ_REMOVE(&dev->active, qp, next);
+		dev->nactive--;
+	} else if (qp->active == IB_QP_WAITING) {
+		TAILQ_REMOVE(&dev->waiting, qp, next);
 	}
+	qp->active = IB_QP_IDLE;
 }
 
 /*
@@ -157,17 +179,59 @@ ib_engine_doorbell(struct ib_qp *qp)
 	}
 }
 
-/* Engine: take the QP off the active list unless work arrived meanwhile. */
+/*
+ * Engine: the QP leaves the active list for the waiting list (it waits for
+ * ACKs or a timer) or for none, unless work arrived meanwhile: its poster
+ * finds db_armed clear from now on and rings, or this sees the new WQE.
+ */
 static void
-deactivate(struct ib_dev *dev, struct ib_qp *qp)
+park(struct ib_dev *dev, struct ib_qp *qp)
 {
 	TAILQ_REMOVE(&dev->active, qp, next);
-	qp->active = 0;
+	dev->nactive--;
 	qp->idle_passes = 0;
+	if (ib_qp_busy(qp)) {
+		qp->active = IB_QP_WAITING;
+		TAILQ_INSERT_TAIL(&dev->waiting, qp, next);
+	} else {
+		qp->active = IB_QP_IDLE;
+	}
 	__atomic_store_n(&qp->db_armed, 0, __ATOMIC_SEQ_CST);
-	if (ib_qp_busy(qp) &&
+	if (ib_qp_runnable(qp) &&
 	    __atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0)
 		ib_engine_activate(qp);
+}
+
+/*
+ * A few waiting QPs a pass, round their list: their transport and RNR
+ * timers. One that can send again goes back to the active list; one with
+ * nothing outstanding any more leaves the lists.
+ */
+static void
+sweep(struct ib_dev *dev, uint64_t now)
+{
+	struct ib_qp *qp;
+	uint32_t i;
+
+	for (i = 0; i < ENG_SWEEP_QPS; i++) {
+		qp = TAILQ_FIRST(&dev->waiting);
+		if (qp == NULL)
+			return;
+		TAILQ_REMOVE(&dev->waiting, qp, next);
+		qp->active = IB_QP_IDLE;
+		ib_comp_timer(qp, now);
+		ib_req_run(qp);		/* an RNR wait that ended */
+		if (ib_qp_runnable(qp)) {
+			ib_engine_activate(qp);
+		} else if (ib_qp_busy(qp)) {
+			qp->active = IB_QP_WAITING;
+			TAILQ_INSERT_TAIL(&dev->waiting, qp, next);
+		} else if (ib_qp_runnable(qp) &&
+			   __atomic_exchange_n(&qp->db_armed, 1,
+					       __ATOMIC_SEQ_CST) == 0) {
+			ib_engine_activate(qp);	/* posted meanwhile */
+		}
+	}
 }
 
 static unsigned int
@@ -235,14 +299,18 @@ ib_engine_poll(struct ib_dev *dev)
 		ib_resp_run(qp);
 		ib_req_run(qp);
 		ib_comp_timer(qp, now);
-		/* A QP that just went idle stays a little while, so that a
-		 * steady poster does not pay a doorbell per WR.
+		/* A QP with nothing to send stays a little while, so that a
+		 * steady poster does not pay a doorbell per WR; not long when
+		 * many are active, since every pass visits them all.
 		 */
-		if (ib_qp_busy(qp))
+		if (ib_qp_runnable(qp))
 			qp->idle_passes = 0;
-		else if (++qp->idle_passes >= ENG_IDLE_PASSES)
-			deactivate(dev, qp);
+		else if (++qp->idle_passes >= (dev->nactive > ENG_MANY_QPS ?
+					       2u : ENG_IDLE_PASSES))
+			park(dev, qp);
 	}
+	if (!TAILQ_EMPTY(&dev->waiting))
+		sweep(dev, now);
 	ib_tx_flush(dev);
 	return work + (unsigned int)(dev->tx_queued - queued) +
 	       ib_fault_pending(dev);
@@ -283,7 +351,8 @@ timers_pending(struct ib_engine *e)
 	uint32_t i;
 
 	for (i = 0; i < e->ndev; i++) {
-		if (e->devs[i]->tx_n != 0 || ib_fault_pending(e->devs[i]))
+		if (e->devs[i]->tx_n != 0 || ib_fault_pending(e->devs[i]) ||
+		    !TAILQ_EMPTY(&e->devs[i]->waiting))
 			return 1;
 		TAILQ_FOREACH(qp, &e->devs[i]->active, next)
 			if (ib_qp_busy(qp))

@@ -184,6 +184,8 @@ int ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg);
 void ib_engine_quiesce(struct ib_dev *dev);
 void ib_engine_doorbell(struct ib_qp *qp);
 void ib_engine_activate(struct ib_qp *qp);
+void ib_engine_forget(struct ib_qp *qp);
+int ib_qp_runnable(const struct ib_qp *qp);
 int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
 extern int ib_engine_inline;

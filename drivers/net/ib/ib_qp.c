@@ -584,10 +584,7 @@ qp_unpublish(void *arg)
 	__atomic_store_n(&dev->qp_tbl[qp->ibv.qp_num], NULL, __ATOMIC_RELEASE);
 	ib_mcast_forget_qp(qp);
 	ib_mw_forget_qp(qp);
-	if (qp->active) {
-		TAILQ_REMOVE(&dev->active, qp, next);
-		qp->active = 0;
-	}
+	ib_engine_forget(qp);
 }
 
 /* Step 1 of destruction: after it the engine never touches the QP. */

@@ -303,6 +303,9 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		ib_count(dev, IB_CNT_RX_NO_QP);
 		goto free;
 	}
+	/* An ACK, a NAK or a response for a QP that waited: it may send. */
+	if (unlikely(qp->active == IB_QP_WAITING))
+		ib_engine_activate(qp);
 	rx_deliver(dev, qp, &pkt);
 	goto free;
 

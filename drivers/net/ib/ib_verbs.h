@@ -439,7 +439,7 @@ struct ib_qp {
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
 	uint16_t udp_sport;
-	int active;		/* on the engine's active list */
+	int active;		/* enum ib_qp_sched: which engine list */
 	uint32_t idle_passes;	/* engine passes with nothing to do */
 	TAILQ_ENTRY(ib_qp) next;
 	struct ib_cc cc;	/* its first fields share the line above */
@@ -459,6 +459,18 @@ _Static_assert(offsetof(struct ib_qp, ibv_ex.qp_base) ==
 	       offsetof(struct ib_qp, ibv), "ibv_qp_ex does not begin with ibv_qp");
 
 TAILQ_HEAD(ib_qp_list, ib_qp);
+
+/*
+ * Where a QP is for the engine: on no list (nothing to do), on the active
+ * list (visited every pass: it can send, answer or flush now), or on the
+ * waiting list (it only waits, for ACKs or a timer: a few of them are
+ * visited each pass, and a frame for one or a doorbell moves it back).
+ */
+enum ib_qp_sched {
+	IB_QP_IDLE,
+	IB_QP_ACTIVE,
+	IB_QP_WAITING,
+};
 
 
 struct ib_mcast_group {
@@ -495,6 +507,8 @@ struct ib_dev {
 	uint32_t tx_n;
 	uint64_t tx_queued;		/* frames ever queued: the engine's work */
 	struct ib_qp_list active;
+	struct ib_qp_list waiting;	/* QPs that wait for ACKs or timers */
+	uint32_t nactive;
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
 	FILE *capture;			/* DPIB_CAPTURE: frames sent, pcap */
