@@ -45,6 +45,7 @@
 #define ENG_IDLE_PASSES	256	/* before an idle QP leaves the active list */
 #define ENG_MANY_QPS	64	/* ... unless more than this many are on it */
 #define ENG_SWEEP_QPS	16	/* waiting QPs whose timers a pass looks at */
+#define ENG_RX_BUDGET	(32 * IB_RX_BURST)	/* frames a pass takes in */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
@@ -266,11 +267,17 @@ ib_engine_poll(struct ib_dev *dev)
 	uint64_t now, queued = dev->tx_queued;
 
 	ib_neigh_timer(dev, rte_rdtsc());
-	n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
-	for (i = 0; i < n; i++)
-		ib_rx(dev, pkts[i]);
-	ib_resp_flush_acks(dev);
-	work = n;
+	/* More than a burst when the port has it: a pass that visits many
+	 * QPs must not take in only a burst's worth of what they wait for.
+	 */
+	work = 0;
+	do {
+		n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
+		for (i = 0; i < n; i++)
+			ib_rx(dev, pkts[i]);
+		ib_resp_flush_acks(dev);
+		work += n;
+	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);
 	if (unlikely(!rte_ring_empty(dev->inject))) {
 		n = rte_ring_sc_dequeue_burst(dev->inject, (void **)pkts,
 					      IB_RX_BURST, NULL);
