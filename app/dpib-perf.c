@@ -478,6 +478,7 @@ raw_lat(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t iters,
 }
 
 struct results {
+	double cyc_rx, cyc_tx;			/* engine TSC per message */
 	double rate, raw_rate;			/* messages/s */
 	double aw_rate, raw_rate8, mw_rate;	/* messages/s */
 	double lat, lat99, raw_lat, raw_lat99;	/* us */
@@ -559,20 +560,42 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	free(lat);
 }
 
+/* A device counter by name (0 when absent). */
+static uint64_t
+counter(struct bench *b, const char *name)
+{
+	const char *const *names;
+	uint64_t v[256];
+	int n = dpib_counters(b->ctx, &names, v, 256), i;
+
+	for (i = 0; i < n && i < 256; i++)
+		if (strcmp(names[i], name) == 0)
+			return v[i];
+	return 0;
+}
+
 /* Phase 2: dpib, its engine on that same lcore. */
 static void
 measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	     uint32_t lat_iters, struct results *res)
 {
 	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
+	uint64_t rx0, tx0;
 	uint32_t i;
 
 	if (lat == NULL)
 		die("alloc", ENOMEM);
 	bench_qps(b);
+	rx0 = counter(b, "engine_cycles_receive");
+	tx0 = counter(b, "engine_cycles_send");
 	for (i = 0; i < o->reps; i++)
 		v[i] = dpib_write(b, o->rate_size, o->iters, o->outstanding);
 	res->rate = median(v, o->reps);
+	/* The engine's own TSC (counted by the engine between phases). */
+	res->cyc_rx = (double)(counter(b, "engine_cycles_receive") - rx0) /
+		      ((double)o->iters * o->reps);
+	res->cyc_tx = (double)(counter(b, "engine_cycles_send") - tx0) /
+		      ((double)o->iters * o->reps);
 	for (i = 0; i < o->reps; i++)
 		v[i] = dpib_write(b, o->bw_size, bw_iters, 32);
 	res->bw = median(v, o->reps);
@@ -798,6 +821,9 @@ main(int argc, char **argv)
 	measure_dpib(&b, &o, bw_iters, lat_iters, &res);
 	print_rate("RDMA_Write Message Rate Test", &o, o.rate_size, o.iters,
 		   res.rate, res.raw_rate);
+	printf(" Engine cycles per message (TSC): receive %.0f (the "
+	       "responder's WRITE, the completer's ACK), send %.0f (the "
+	       "requester's packet, the transmit)\n", res.cyc_rx, res.cyc_tx);
 	print_lat(&o, lat_iters, &res);
 	print_rate("RDMA_Write BW Test", &o, o.bw_size, bw_iters, res.bw,
 		   res.raw_bw);

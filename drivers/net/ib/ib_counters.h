@@ -75,7 +75,9 @@
 	X(PORT_RX_MISSED,	"port_rx_missed") \
 	X(PORT_RX_NOMBUF,	"port_rx_no_mbuf") \
 	X(PORT_RX_ERRORS,	"port_rx_errors") \
-	X(PORT_TX_ERRORS,	"port_tx_errors")
+	X(PORT_TX_ERRORS,	"port_tx_errors") \
+	X(CYCLES_RECEIVE,	"engine_cycles_receive") \
+	X(CYCLES_SEND,		"engine_cycles_send")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {
