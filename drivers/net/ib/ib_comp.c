@@ -456,27 +456,11 @@ ib_qp_runnable(const struct ib_qp *qp)
 	}
 }
 
-/* Has the QP anything for the engine to do on the send side? */
+/* Has the QP anything for the engine to do: now, or when ACKs come? */
 int
 ib_qp_busy(const struct ib_qp *qp)
 {
-	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
-	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
-
-	if (ib_sent_any(qp) || qp->resp.rd_head != qp->resp.rd_tail ||
-	    qp->resp.ack_owed)
-		return 1;
-	switch (state) {
-	case IBV_QPS_RTS:
-		return ib_req_next(qp) != prod;
-	case IBV_QPS_SQD:
-		return !qp->sq_drained;
-	case IBV_QPS_SQE:
-	case IBV_QPS_ERR:
-		return qp->comp.wqe_idx != prod;	/* to be flushed */
-	default:
-		return 0;
-	}
+	return ib_sent_any(qp) || ib_qp_runnable(qp);
 }
 
 /* The requester sent a packet: the transport timer runs, if it did not. */
