@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -703,6 +704,12 @@ dpib_qp_scale(struct bench *b, uint32_t nqp, uint32_t size, uint32_t iters)
 	return rate;
 }
 
+/* The QP scale's points, for --json and the plot. */
+#define MAX_SCALE	32
+static uint32_t scale_qps[MAX_SCALE];
+static double scale_rate[MAX_SCALE];
+static uint32_t nscale;
+
 static void
 qp_scale(struct bench *b, const struct opts *o, const char *list)
 {
@@ -726,9 +733,115 @@ qp_scale(struct bench *b, const struct opts *o, const char *list)
 			base = v[0];
 		printf(" %-7u %-7u %-15u %-14.3f %.2f\n", nqp, o->rate_size,
 		       QS_DEPTH, v[0] / 1e6, v[0] / base);
+		if (nscale < MAX_SCALE) {
+			scale_qps[nscale] = nqp;
+			scale_rate[nscale++] = v[0];
+		}
 		fflush(stdout);
 	}
 	free(copy);
+}
+
+/* --json FILE: every figure of the run, one object. */
+static void
+write_json(const char *path, const struct opts *o, const struct bench *b,
+	   const struct results *r)
+{
+	FILE *f = fopen(path, "w");
+	uint32_t i;
+
+	if (f == NULL)
+		die(path, errno);
+	fprintf(f, "{\"tool\":\"dpib-perf\",\"device\":\"dpib0\","
+		"\"port\":\"net_ring loopback\",\"repetitions\":%u,"
+		"\"path_mtu\":%u,\"tsc_hz\":%" PRIu64 ",\n", o->reps, b->mtu,
+		rte_get_tsc_hz());
+	fprintf(f, " \"write_rate\":{\"bytes\":%u,\"mpps\":%.4f,"
+		"\"raw_mpps\":%.4f,\"cycles_receive\":%.1f,"
+		"\"cycles_send\":%.1f},\n", o->rate_size, r->rate / 1e6,
+		r->raw_rate / 1e6, r->cyc_rx, r->cyc_tx);
+	fprintf(f, " \"send_lat\":{\"bytes\":%u,\"median_us\":%.4f,"
+		"\"p99_us\":%.4f,\"raw_median_us\":%.4f,"
+		"\"raw_p99_us\":%.4f},\n", o->lat_size, r->lat, r->lat99,
+		r->raw_lat, r->raw_lat99);
+	fprintf(f, " \"write_bw\":{\"bytes\":%u,\"gbps\":%.3f,"
+		"\"raw_gbps\":%.3f},\n", o->bw_size,
+		r->bw * o->bw_size * 8 / 1e9, r->raw_bw * o->bw_size * 8 / 1e9);
+	fprintf(f, " \"atomic_write_rate\":{\"mpps\":%.4f,"
+		"\"raw_mpps\":%.4f},\n", r->aw_rate / 1e6, r->raw_rate8 / 1e6);
+	fprintf(f, " \"window_write_rate\":{\"mpps\":%.4f},\n",
+		r->mw_rate / 1e6);
+	fprintf(f, " \"qp_scale\":[");
+	for (i = 0; i < nscale; i++)
+		fprintf(f, "%s{\"qps\":%u,\"mpps\":%.4f}", i ? "," : "",
+			scale_qps[i], scale_rate[i] / 1e6);
+	fprintf(f, "]}\n");
+	fclose(f);
+}
+
+/*
+ * --plot FILE.svg: the WRITE rate against the QP count (log scale), for
+ * those who would rather look than read. Plain SVG: no library needed.
+ */
+static void
+write_plot(const char *path, const struct opts *o)
+{
+	const double W = 640, H = 400, L = 70, R = 20, T = 40, B = 50;
+	double ymax = 0, lx0, lx1;
+	FILE *f;
+	uint32_t i;
+
+	if (nscale < 2)
+		die("--plot needs -Q with two QP counts or more", EINVAL);
+	f = fopen(path, "w");
+	if (f == NULL)
+		die(path, errno);
+	for (i = 0; i < nscale; i++)
+		ymax = RTE_MAX(ymax, scale_rate[i] / 1e6);
+	ymax = ymax * 1.15;
+	lx0 = log2(scale_qps[0]);
+	lx1 = log2(scale_qps[nscale - 1]);
+	if (lx1 <= lx0)
+		lx1 = lx0 + 1;
+#define PX(q) (L + (log2(q) - lx0) / (lx1 - lx0) * (W - L - R))
+#define PY(m) (H - B - (m) / ymax * (H - T - B))
+	fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" "
+		"height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
+		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+		W, H);
+	fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">dpib: %u B RDMA "
+		"WRITE rate as QPs grow (%d outstanding per requester, "
+		"loopback, medians of %u)</text>\n", L, o->rate_size, QS_DEPTH,
+		o->reps);
+	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
+		"stroke=\"black\"/>\n<line x1=\"%.0f\" y1=\"%.0f\" "
+		"x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", L, H - B,
+		W - R, H - B, L, T, L, H - B);
+	for (i = 0; i <= 4; i++)
+		fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"end\">"
+			"%.2f</text>\n", L - 6, PY(ymax * i / 4) + 4,
+			ymax * i / 4);
+	fprintf(f, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 "
+		"%.0f)\" text-anchor=\"middle\">M messages/s</text>\n",
+		(H - B + T) / 2, (H - B + T) / 2);
+	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">"
+		"QPs (log scale)</text>\n", (W - R + L) / 2, H - 12);
+	fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" "
+		"stroke-width=\"2\" points=\"");
+	for (i = 0; i < nscale; i++)
+		fprintf(f, "%.1f,%.1f ", PX(scale_qps[i]),
+			PY(scale_rate[i] / 1e6));
+	fprintf(f, "\"/>\n");
+	for (i = 0; i < nscale; i++)
+		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+			"fill=\"#1f77b4\"/>\n<text x=\"%.1f\" y=\"%.0f\" "
+			"text-anchor=\"middle\">%u</text>\n",
+			PX(scale_qps[i]), PY(scale_rate[i] / 1e6),
+			PX(scale_qps[i]), H - B + 16, scale_qps[i]);
+#undef PX
+#undef PY
+	fprintf(f, "</svg>\n");
+	fclose(f);
 }
 
 static void
@@ -736,11 +849,13 @@ usage(void)
 {
 	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
 	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
-	       "                 [-Q QPS,QPS,...]\n"
+	       "                 [-Q QPS,QPS,...] [--json FILE] [--plot FILE]\n"
 	       "  -c  print the device counters that moved, after the run\n"
 	       "  -Q  also the RDMA WRITE rate with these many QPs (pairs, %d\n"
 	       "      WRITEs outstanding on each requester), e.g.\n"
-	       "      -Q 2,16,256,1024,4096,16384\n", QS_DEPTH);
+	       "      -Q 2,16,256,1024,4096,16384\n"
+	       "  --json FILE   every figure, as one JSON object\n"
+	       "  --plot FILE   an SVG plot of the -Q rates\n", QS_DEPTH);
 }
 
 /* The device counters that are not zero (-c): what the run cost. */
@@ -771,7 +886,16 @@ main(int argc, char **argv)
 	int c, err, counters = 0;
 	const char *scale = NULL;
 
-	while ((c = getopt(argc, argv, "n:r:s:b:l:o:cQ:h")) != -1) {
+	static const struct option lo[] = {
+		{ "json", required_argument, NULL, 'J' },
+		{ "plot", required_argument, NULL, 'P' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *json = NULL, *plot = NULL;
+
+	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:h", lo,
+				NULL)) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
 		case 'r': o.reps = strtoul(optarg, NULL, 0); break;
@@ -781,6 +905,8 @@ main(int argc, char **argv)
 		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
 		case 'c': counters = 1; break;
 		case 'Q': scale = optarg; break;
+		case 'J': json = optarg; break;
+		case 'P': plot = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 1;
 		}
 	}
@@ -835,6 +961,12 @@ main(int argc, char **argv)
 	       res.rate / 1e6, res.mw_rate / res.rate);
 	if (scale != NULL)
 		qp_scale(&b, &o, scale);
+	if (json != NULL)
+		write_json(json, &o, &b, &res);
+	if (plot != NULL) {
+		write_plot(plot, &o);
+		printf(" Plot: %s\n", plot);
+	}
 	printf("\n");
 	if (counters)
 		print_counters(&b);
