@@ -3,8 +3,9 @@
  */
 /*
  * The engine: one loop that owns every QP's transport state. Each pass
- * receives a burst per port, takes doorbells, runs the active QPs
- * (responder READ answers, requester, timers) and flushes TX.
+ * takes in what each port has (up to ENG_RX_BUDGET frames), takes
+ * doorbells, runs the active QPs (responder READ answers, requester,
+ * timers), looks at a few waiting QPs' timers and flushes TX.
  *
  * The loop runs on the engine lcore in every mode; the modes differ in
  * who else runs passes and in what the loop does when there is no work:
