@@ -223,15 +223,12 @@ sweep(struct ib_dev *dev, uint64_t now)
 		qp->active = IB_QP_IDLE;
 		ib_comp_timer(qp, now);
 		ib_req_run(qp);		/* an RNR wait that ended */
+		/* db_armed is clear since park(): a post from now on rings. */
 		if (ib_qp_runnable(qp)) {
 			ib_engine_activate(qp);
 		} else if (ib_qp_busy(qp)) {
 			qp->active = IB_QP_WAITING;
 			TAILQ_INSERT_TAIL(&dev->waiting, qp, next);
-		} else if (ib_qp_runnable(qp) &&
-			   __atomic_exchange_n(&qp->db_armed, 1,
-					       __ATOMIC_SEQ_CST) == 0) {
-			ib_engine_activate(qp);	/* posted meanwhile */
 		}
 	}
 }
@@ -384,25 +381,28 @@ timers_pending(struct ib_engine *e)
  * prompt after traffic, cheap when it stays away.
  */
 static int64_t
+nap_us(uint64_t idle_us, uint64_t max_us)
+{
+	return (int64_t)RTE_MIN(RTE_MAX(idle_us / 8, (uint64_t)ENG_NAP_MIN_US),
+				max_us);
+}
+
+static int64_t
 sleep_bound(struct ib_engine *e, uint64_t idle_us)
 {
 	uint64_t now = rte_rdtsc(), due, us = rte_get_tsc_hz() / 1000000;
-	int64_t nap = (int64_t)RTE_MIN(RTE_MAX(idle_us / 8,
-					       (uint64_t)ENG_NAP_MIN_US),
-				       (uint64_t)ENG_NAP_MAX_US), t = -1;
+	int64_t t = -1;
 	uint32_t i;
 
 	if (timers_pending(e))
-		return nap;
+		return nap_us(idle_us, ENG_NAP_MAX_US);
 	for (i = 0; i < e->ndev; i++) {
 		struct ib_dev *dev = e->devs[i];
 
 		if (dev->conf.loopback)
 			continue;	/* only doorbells bring it work */
 		if (dev->wake.kind == IB_WAKE_NONE)
-			return (int64_t)RTE_MIN(RTE_MAX(idle_us / 8,
-						(uint64_t)ENG_NAP_MIN_US),
-						(uint64_t)ENG_IDLE_NAP_US);
+			return nap_us(idle_us, ENG_IDLE_NAP_US);
 		if (t < 0)
 			t = ENG_TICK_US;
 		due = ib_neigh_next_due(dev);
