@@ -18,8 +18,7 @@ src=$(cd "$2" && pwd)
 which=${3:-all}
 run="$build/app/dpib-run"
 tmp=$(mktemp -d /tmp/dpib-mp.XXXXXX)
-passed=0
-failed=0
+. "$src/tests/two_hosts.sh"
 T=60	# seconds per program
 
 cleanup() {
@@ -28,9 +27,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
 
 # check NAME LOG: a pingpong side's success lines.
 side_ok() {
@@ -66,14 +62,6 @@ run_two() {
 pingpong_ok() {
 	side_ok server "$1" && side_ok client "$2" &&
 		grep 'iters in' "$2" | sed 's/.*= //'
-}
-
-# perftest: the client's result row.
-perftest_ok() {
-	local row
-
-	row=$(grep -A1 '#bytes' "$2" | tail -1 | tr -s ' \t' ' ')
-	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
 }
 
 # pair LABEL SERVER_PREFIX CLIENT_PREFIX SERVER_ADDR PROGRAM ARGS...
@@ -164,15 +152,8 @@ memif_link() {
 }
 
 af_packet_link() {
-	ip netns add dpib-mp-a && ip netns add dpib-mp-b &&
-	ip link add dpib-va netns dpib-mp-a type veth peer name dpib-vb \
-		netns dpib-mp-b || { fail "af_packet: network namespaces"; return; }
-	ip -n dpib-mp-a addr add 192.0.2.1/24 dev dpib-va
-	ip -n dpib-mp-b addr add 192.0.2.2/24 dev dpib-vb
-	ip -n dpib-mp-a link set dpib-va up
-	ip -n dpib-mp-b link set dpib-vb up
-	ip -n dpib-mp-a link set lo up
-	ip -n dpib-mp-b link set lo up
+	veth_pair dpib-mp-a dpib-va dpib-mp-b dpib-vb 1500 ||
+		{ fail "af_packet: network namespaces"; return; }
 	# The kernel keeps .1/.2 for the programs' TCP exchange; the RoCE
 	# devices own .11/.12 on the same link.
 	cat >"$tmp/server.conf" <<EOF

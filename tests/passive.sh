@@ -24,8 +24,7 @@ links=${3:-all}
 run="$build/app/dpib-run"
 target="$build/tests/passive_target"
 tmp=$(mktemp -d /tmp/dpib-passive.XXXXXX)
-passed=0
-failed=0
+. "$(dirname "$0")/two_hosts.sh"
 T=60	# seconds per program
 A="ip netns exec dpib-pt-a"
 B="ip netns exec dpib-pt-b"
@@ -36,9 +35,6 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-ok() { passed=$((passed + 1)); echo "ok - $*"; }
-fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
 
 # confs LINK SERVER_MODE CLIENT_MODE: $tmp/s.conf and $tmp/c.conf.
 confs() {
@@ -98,27 +94,6 @@ target_ok() {
 		cat "$1" "$2" | grep '^  ' | head -1 | sed 's/^ *//'
 }
 
-# perftest: the client's result row, numbers only.
-perftest_ok() {
-	local row
-
-	row=$(grep -A1 '#bytes' "$2" | tail -1 | tr -s ' \t' ' ')
-	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
-}
-
-veth() {
-	ip netns add dpib-pt-a && ip netns add dpib-pt-b &&
-	ip link add dpib-pa netns dpib-pt-a type veth peer name dpib-pb \
-		netns dpib-pt-b || return 1
-	ip -n dpib-pt-a addr add 192.0.2.1/24 dev dpib-pa
-	ip -n dpib-pt-b addr add 192.0.2.2/24 dev dpib-pb
-	# IB MTU 4096 needs a 4168-byte Ethernet MTU.
-	ip -n dpib-pt-a link set dpib-pa mtu 9000 up
-	ip -n dpib-pt-b link set dpib-pb mtu 9000 up
-	ip -n dpib-pt-a link set lo up
-	ip -n dpib-pt-b link set lo up
-}
-
 targets() {
 	local link=$1 mode
 	for mode in inline adaptive poll; do
@@ -153,7 +128,9 @@ perftests() {
 
 for link in af_packet memif; do
 	[ "$links" = all ] || [ "$links" = $link ] || continue
-	if [ $link = af_packet ] && ! veth; then
+	# IB MTU 4096 needs a 4168-byte Ethernet MTU.
+	if [ $link = af_packet ] &&
+	   ! veth_pair dpib-pt-a dpib-pa dpib-pt-b dpib-pb 9000; then
 		fail "af_packet: network namespaces"
 		continue
 	fi
