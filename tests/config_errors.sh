@@ -18,7 +18,7 @@ passed=0
 failed=0
 
 # Nothing from the caller's environment may change what a case means.
-unset DPIB_CAPTURE DPIB_FAULTS DPIB_ENGINE_MODE
+unset DPIB_CAPTURE DPIB_FAULTS DPIB_ENGINE_MODE DPIB_ENGINES DPIB_PLACEMENT
 
 pass() { echo "ok - $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL - $1: $2"; sed 's/^/#   /' "$dir/err"; failed=$((failed + 1)); }
@@ -95,7 +95,13 @@ bad_file vlan 4 'vlan = 4095' 'must be 1\.\.4094'
 { device k; echo 'colour = blue'; } >"$dir/unknown_key.conf"
 bad_file unknown_key 4 'colour = blue' 'unknown key; \[device\] has port, .*'
 { echo '[engine]'; echo 'cpu = 9999'; device c; } >"$dir/cpu.conf"
-bad_file cpu 2 'cpu = 9999' 'must be auto or a CPU this process may run on: [0-9].*'
+bad_file cpu 2 'cpu = 9999' 'must be auto or up to 8 CPUs this process may run on, comma-separated: [0-9].*'
+{ echo '[engine]'; echo 'cpu = 0,'; device c; } >"$dir/cpu_list.conf"
+bad_file cpu_list 2 'cpu = 0,' 'must be auto or up to 8 CPUs .*'
+{ echo '[engine]'; echo 'engines = 9'; device c; } >"$dir/engines.conf"
+bad_file engines 2 'engines = 9' 'must be 1\.\.8'
+{ echo '[engine]'; echo 'placement = random'; device c; } >"$dir/placement.conf"
+bad_file placement 2 'placement = random' 'must be cq or spread'
 { echo '[eal]'; echo 'memory = 64k'; device e; } >"$dir/memory.conf"
 bad_file memory 2 'memory = 64k' 'must be [0-9]+\.\.[0-9]+ \(MiB\)'
 { echo '[eal]'; echo 'hugepages = maybe'; device e; } >"$dir/hugepages.conf"

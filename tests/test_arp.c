@@ -124,11 +124,11 @@ sent(struct rte_mbuf **out, unsigned int max)
 		n += k;
 		if (k > 0)
 			continue;
-		if (dev->tx_n == 0)
+		if (dev->sh[0].tx_n == 0)
 			break;
 		ib_tx_flush(dev);
 		CHECK(rte_eth_rx_burst(dev->port_id, 0, out + n, 0) == 0 &&
-		      dev->tx_n < IB_TX_PENDING, "the port takes nothing");
+		      dev->sh[0].tx_n < IB_TX_PENDING, "the port takes nothing");
 	}
 	return n;
 }
@@ -154,7 +154,7 @@ fresh(void)
 	drain();
 	ib_neigh_fini(dev);
 	CHECK(ib_neigh_init(dev) == 0, "ib_neigh_init");
-	memset(dev->cnt, 0, sizeof(dev->cnt));
+	memset(dev->sh[0].cnt, 0, sizeof(dev->sh[0].cnt));
 	tick(rte_rdtsc());
 }
 
@@ -317,10 +317,10 @@ reply_to_request_for_our_ip(void)
 	CHECK(n == 1, "%u frames sent, want one reply", n);
 	check_frame(m[0], &peer_mac, RTE_ARP_OP_REPLY, &peer_mac, peer_ip);
 	rte_pktmbuf_free_bulk(m, n);
-	CHECK(dev->cnt[IB_CNT_ARP_RX] == 1 &&
-	      dev->cnt[IB_CNT_ARP_REPLY_SENT] == 1, "counters rx %" PRIu64
-	      " reply %" PRIu64, dev->cnt[IB_CNT_ARP_RX],
-	      dev->cnt[IB_CNT_ARP_REPLY_SENT]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX] == 1 &&
+	      dev->sh[0].cnt[IB_CNT_ARP_REPLY_SENT] == 1, "counters rx %" PRIu64
+	      " reply %" PRIu64, dev->sh[0].cnt[IB_CNT_ARP_RX],
+	      dev->sh[0].cnt[IB_CNT_ARP_REPLY_SENT]);
 	/* The requester is learned: no request needed to answer it. */
 	expect_mac(peer_ip, &peer_mac);
 	expect_silence("resolving a requester");
@@ -334,9 +334,9 @@ no_reply_for_other_ip(void)
 	fresh();
 	request_from(&peer_mac, peer_ip, other_ip);
 	expect_silence("for a request to another host");
-	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
-	CHECK(dev->cnt[IB_CNT_ARP_REPLY_SENT] == 0, "reply counted");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_REPLY_SENT] == 0, "reply counted");
 	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a foreign request");
 	expect_request(peer_ip);
 	no_leak();
@@ -360,7 +360,7 @@ non_arp_left_alone(void)
 	CHECK(rte_mbuf_refcnt_read(m) == 1 && rte_pktmbuf_data_len(m) == 10,
 	      "the frame was changed");
 	rte_pktmbuf_free(m);
-	CHECK(dev->cnt[IB_CNT_ARP_RX] == 0, "counted as ARP");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX] == 0, "counted as ARP");
 	expect_silence("for non-ARP frames");
 	no_leak();
 }
@@ -375,8 +375,8 @@ unknown_ip_sends_one_request(void)
 	t0 = now;
 	CHECK(lookup(peer_ip) == -EAGAIN, "first lookup");
 	expect_request(peer_ip);
-	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 1, "requests %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_REQUEST_SENT]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT] == 1, "requests %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT]);
 	CHECK(lookup(peer_ip) == -EAGAIN, "second lookup");
 	expect_silence("on a second lookup");
 	tick(t0 + tsc_ms(IB_NEIGH_RETRY_MS) - 1);
@@ -401,7 +401,7 @@ reply_completes_resolution(void)
 	tick(t0 + 3 * tsc_ms(IB_NEIGH_RETRY_MS));
 	expect_silence("after the reply, at retry time");
 	expect_mac(peer_ip, &peer_mac);
-	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 0, "the reply was ignored");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED] == 0, "the reply was ignored");
 	no_leak();
 }
 
@@ -411,8 +411,8 @@ unsolicited_reply_ignored(void)
 {
 	fresh();
 	reply_from(&peer_mac, peer_ip);
-	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED] == 1, "ignored %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED]);
 	CHECK(lookup(peer_ip) == -EAGAIN, "an unsolicited reply was learned");
 	expect_request(peer_ip);
 	no_leak();
@@ -446,10 +446,10 @@ retries_then_unreachable(void)
 	expect_silence("after the last try");
 	CHECK(lookup(peer_ip) == -EHOSTUNREACH, "lookup after the last try");
 	expect_silence("looking up a failed address");
-	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == IB_NEIGH_TRIES &&
-	      dev->cnt[IB_CNT_ARP_FAILED] == 1, "requests %" PRIu64
-	      " failed %" PRIu64, dev->cnt[IB_CNT_ARP_REQUEST_SENT],
-	      dev->cnt[IB_CNT_ARP_FAILED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT] == IB_NEIGH_TRIES &&
+	      dev->sh[0].cnt[IB_CNT_ARP_FAILED] == 1, "requests %" PRIu64
+	      " failed %" PRIu64, dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT],
+	      dev->sh[0].cnt[IB_CNT_ARP_FAILED]);
 
 	tick(fail_at + tsc_ms(IB_NEIGH_FAILED_MS) - 1);
 	CHECK(lookup(peer_ip) == -EHOSTUNREACH, "failure forgotten early");
@@ -537,7 +537,7 @@ own_ip_resolves_without_packet(void)
 	CHECK(lookup(IPV4(224, 0, 0, 1)) == -EINVAL, "multicast");
 	CHECK(lookup(IPV4(127, 0, 0, 1)) == -EINVAL, "loopback");
 	expect_silence("for addresses without ARP");
-	CHECK(dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "request counted");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "request counted");
 	no_leak();
 }
 
@@ -565,8 +565,8 @@ malformed_arp_dropped(void)
 	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &zero_mac, peer_ip,
 		      &zero_mac, our_ip);
 	rx_arp(m);
-	CHECK(dev->cnt[IB_CNT_ARP_RX_MALFORMED] == 4, "malformed %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX_MALFORMED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_MALFORMED] == 4, "malformed %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX_MALFORMED]);
 
 	m = arp_frame(&bcast, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
 		      &zero_mac, our_ip);
@@ -581,10 +581,10 @@ malformed_arp_dropped(void)
 	m = arp_frame(&bcast, RTE_ARP_OP_REVREQUEST, &peer_mac, peer_ip,
 		      &zero_mac, our_ip);
 	rx_arp(m);
-	CHECK(dev->cnt[IB_CNT_ARP_RX_UNSUPPORTED] == 3, "unsupported %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX_UNSUPPORTED]);
-	CHECK(dev->cnt[IB_CNT_ARP_RX] == 7, "ARP frames %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_UNSUPPORTED] == 3, "unsupported %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX_UNSUPPORTED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX] == 7, "ARP frames %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX]);
 
 	expect_silence("for malformed ARP");
 	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a malformed frame");
@@ -605,10 +605,10 @@ gratuitous_arp_fields(void)
 	CHECK(n == 1, "%u frames for one announcement", n);
 	check_frame(m[0], &bcast, RTE_ARP_OP_REQUEST, &zero_mac, our_ip);
 	rte_pktmbuf_free_bulk(m, n);
-	CHECK(dev->cnt[IB_CNT_GARP_SENT] == 1 &&
-	      dev->cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "garp %" PRIu64
-	      " request %" PRIu64, dev->cnt[IB_CNT_GARP_SENT],
-	      dev->cnt[IB_CNT_ARP_REQUEST_SENT]);
+	CHECK(dev->sh[0].cnt[IB_CNT_GARP_SENT] == 1 &&
+	      dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT] == 0, "garp %" PRIu64
+	      " request %" PRIu64, dev->sh[0].cnt[IB_CNT_GARP_SENT],
+	      dev->sh[0].cnt[IB_CNT_ARP_REQUEST_SENT]);
 	no_leak();
 }
 
@@ -641,17 +641,17 @@ conflicts_and_foreign_frames(void)
 {
 	fresh();
 	request_from(&peer_mac, our_ip, our_ip);
-	CHECK(dev->cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "conflict %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_IP_CONFLICT]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "conflict %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_IP_CONFLICT]);
 	ib_neigh_announce(dev);
 	CHECK(drain() == 1, "announcement");
 	request_from(&our_mac, our_ip, our_ip);
-	CHECK(dev->cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "own echo is a conflict");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_IP_CONFLICT] == 1, "own echo is a conflict");
 	rx_arp(arp_frame(&other_mac, RTE_ARP_OP_REQUEST, &peer_mac, peer_ip,
 			 &zero_mac, our_ip));
 	expect_silence("for conflicts and foreign frames");
-	CHECK(dev->cnt[IB_CNT_ARP_RX_IGNORED] == 2, "ignored %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_RX_IGNORED]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED] == 2, "ignored %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_RX_IGNORED]);
 	CHECK(lookup(peer_ip) == -EAGAIN, "learned from a foreign frame");
 	expect_request(peer_ip);
 	no_leak();
@@ -752,8 +752,8 @@ table_full(void)
 	fill_reachable();
 	CHECK(lookup(other_ip) == -EAGAIN, "lookup in a full table");
 	expect_request(other_ip);
-	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 1, "full %" PRIu64,
-	      dev->cnt[IB_CNT_ARP_TABLE_FULL]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_TABLE_FULL] == 1, "full %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ARP_TABLE_FULL]);
 	for (i = 1; i < IB_NEIGH_MAX; i++)
 		CHECK(lookup(nth_ip(i)) == 0, "entry %u evicted", i);
 	CHECK(lookup(other_ip) == -EAGAIN, "new entry lost");
@@ -811,10 +811,10 @@ mass_expiry_keeps_survivors(void)
 	}
 	for (i = 0; i < IB_NEIGH_MAX; i += 2)
 		expect_mac(nth_ip(i), &peer_mac);
-	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 0, "room not given back");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_TABLE_FULL] == 0, "room not given back");
 	CHECK(lookup(other_ip) == -EAGAIN, "lookup");
 	CHECK(drain() == 1, "request");
-	CHECK(dev->cnt[IB_CNT_ARP_TABLE_FULL] == 1, "table not full");
+	CHECK(dev->sh[0].cnt[IB_CNT_ARP_TABLE_FULL] == 1, "table not full");
 	no_leak();
 }
 
@@ -835,7 +835,7 @@ tx_raw_drops_when_port_stalls(void)
 			break;
 		}
 	}
-	while (dev->tx_n < IB_TX_PENDING) {
+	while (dev->sh[0].tx_n < IB_TX_PENDING) {
 		m = rte_pktmbuf_alloc(pool);
 		CHECK(m != NULL, "pool");
 		CHECK(ib_tx_raw(dev, m) == 0, "queue %u", queued);
@@ -845,10 +845,10 @@ tx_raw_drops_when_port_stalls(void)
 	m = rte_pktmbuf_alloc(pool);
 	CHECK(m != NULL, "pool");
 	CHECK(ib_tx_raw(dev, m) == -ENOBUFS, "queued past the end");
-	CHECK(dev->cnt[IB_CNT_TX_DROP_FULL] == 1, "drop not counted");
+	CHECK(dev->sh[0].cnt[IB_CNT_TX_DROP_FULL] == 1, "drop not counted");
 	ib_neigh_announce(dev);
-	CHECK(dev->cnt[IB_CNT_GARP_SENT] == 0 &&
-	      dev->cnt[IB_CNT_TX_DROP_FULL] == 2, "dropped announcement");
+	CHECK(dev->sh[0].cnt[IB_CNT_GARP_SENT] == 0 &&
+	      dev->sh[0].cnt[IB_CNT_TX_DROP_FULL] == 2, "dropped announcement");
 	CHECK(drain() == 1023 + IB_TX_PENDING, "frames behind the stall");
 	no_leak();
 }
@@ -1041,11 +1041,11 @@ nd_advert_for_our_address(void)
 	rte_pktmbuf_free_bulk(m, n);
 	expect_mac6(peer6, &peer_mac);
 	expect_silence("looking up a learned IPv6 address");
-	CHECK(dev->cnt[IB_CNT_ND_ADVERT_SENT] == 1, "advertisements");
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_ADVERT_SENT] == 1, "advertisements");
 	/* An NS for another address is neither answered nor learned. */
 	ns_from(&other_mac, other6, peer6, 255);
 	expect_silence("after an NS for another address");
-	CHECK(dev->cnt[IB_CNT_ND_RX_IGNORED] == 1, "ignored not counted");
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_RX_IGNORED] == 1, "ignored not counted");
 	no_leak();
 }
 
@@ -1060,12 +1060,12 @@ nd_invalid_dropped(void)
 	fresh();
 	ns_from(&peer_mac, peer6, our6, 254);
 	expect_silence("after an NS with hop limit 254");
-	CHECK(dev->cnt[IB_CNT_ND_RX_BAD_HOPLIMIT] == 1, "hop limit drop");
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_RX_BAD_HOPLIMIT] == 1, "hop limit drop");
 	m = nd_frame(&our_mac, &peer_mac, peer6, our6, ND_NS, 0, our6, 1, 255);
 	rte_pktmbuf_mtod(m, uint8_t *)[RTE_ETHER_HDR_LEN + 40 + 2] ^= 1;
 	CHECK(ib_neigh_rx(dev, m) == 1, "NS not taken");
 	expect_silence("after an NS with a bad checksum");
-	CHECK(dev->cnt[IB_CNT_ND_RX_MALFORMED] == 1, "checksum drop");
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_RX_MALFORMED] == 1, "checksum drop");
 	CHECK(lookup6(peer6, NULL) == -EAGAIN, "learned from invalid ND");
 	expect_ns(peer6);
 	no_leak();
@@ -1077,7 +1077,7 @@ nd_resolution(void)
 {
 	fresh();
 	na_from(&other_mac, other6);
-	CHECK(dev->cnt[IB_CNT_ND_RX_IGNORED] == 1, "unsolicited NA taken");
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_RX_IGNORED] == 1, "unsolicited NA taken");
 	CHECK(lookup6(peer6, NULL) == -EAGAIN, "first lookup");
 	expect_ns(peer6);
 	CHECK(lookup6(peer6, NULL) == -EAGAIN, "second lookup");
@@ -1110,9 +1110,9 @@ nd_retries_and_expiry(void)
 	}
 	tick(t0 + IB_NEIGH_TRIES * retry);
 	CHECK(lookup6(peer6, NULL) == -EHOSTUNREACH, "after the last try");
-	CHECK(dev->cnt[IB_CNT_ND_SOLICIT_SENT] == IB_NEIGH_TRIES &&
-	      dev->cnt[IB_CNT_ND_FAILED] == 1, "solicitations %" PRIu64,
-	      dev->cnt[IB_CNT_ND_SOLICIT_SENT]);
+	CHECK(dev->sh[0].cnt[IB_CNT_ND_SOLICIT_SENT] == IB_NEIGH_TRIES &&
+	      dev->sh[0].cnt[IB_CNT_ND_FAILED] == 1, "solicitations %" PRIu64,
+	      dev->sh[0].cnt[IB_CNT_ND_SOLICIT_SENT]);
 	tick(now + tsc_ms(IB_NEIGH_FAILED_MS));
 	CHECK(lookup6(peer6, NULL) == -EAGAIN, "failure not forgotten");
 	expect_ns(peer6);

@@ -304,23 +304,76 @@ set_hugepages(struct parser *p, const char *val)
 static int
 set_cpu(struct parser *p, const char *val)
 {
-	char list[256];
+	char list[256], buf[256], *tok, *save = NULL;
 	unsigned long v;
 	cpu_set_t set;
+	uint32_t n = 0;
 
 	if (strcmp(val, "auto") == 0) {
-		p->cfg->lcore_cpu = -1;
+		p->cfg->lcore_cpu[0] = -1;
+		p->cfg->ncpu = 0;
 		return 0;
 	}
 	cpus_allowed(&set);
-	if (parse_uint(val, 0, CPU_SETSIZE - 1, &v) == 0 &&
-	    CPU_ISSET(v, &set)) {
-		p->cfg->lcore_cpu = (int)v;
-		return 0;
+	if (val[0] == '\0' || val[0] == ',' || val[strlen(val) - 1] == ',' ||
+	    strstr(val, ",,") != NULL)
+		goto bad;	/* an empty entry */
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (tok = strtok_r(buf, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == IB_MAX_ENGINES || parse_uint(tok, 0, CPU_SETSIZE - 1,
+						      &v) != 0 ||
+		    !CPU_ISSET(v, &set))
+			goto bad;
+		p->cfg->lcore_cpu[n++] = (int)v;
 	}
+	if (n == 0)
+		goto bad;
+	p->cfg->ncpu = n;
+	return 0;
+bad:
 	cpu_list(&set, list, sizeof(list));
-	return refuse(p, "must be auto or a CPU this process may run on: %s",
-		      list);
+	return refuse(p, "must be auto or up to %d CPUs this process may run "
+		      "on, comma-separated: %s", IB_MAX_ENGINES, list);
+}
+
+static int
+parse_engines(const char *val, uint32_t *out)
+{
+	unsigned long v;
+
+	if (parse_uint(val, 1, IB_MAX_ENGINES, &v) != 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+set_engines(struct parser *p, const char *val)
+{
+	if (parse_engines(val, &p->cfg->engines) != 0)
+		return refuse(p, "must be 1..%d", IB_MAX_ENGINES);
+	return 0;
+}
+
+static int
+parse_placement(const char *val, int *out)
+{
+	if (strcmp(val, "cq") == 0)
+		*out = IB_PLACE_CQ;
+	else if (strcmp(val, "spread") == 0)
+		*out = IB_PLACE_SPREAD;
+	else
+		return -1;
+	return 0;
+}
+
+static int
+set_placement(struct parser *p, const char *val)
+{
+	if (parse_placement(val, &p->cfg->placement) != 0)
+		return refuse(p, "must be cq or spread");
+	return 0;
 }
 
 static int
@@ -509,6 +562,8 @@ static const struct key eal_keys[] = {
 
 static const struct key engine_keys[] = {
 	{ "cpu", set_cpu, 0 },
+	{ "engines", set_engines, 0 },
+	{ "placement", set_placement, 0 },
 	{ "mode", set_mode, 0 },
 	{ "spin_us", set_spin_us, 0 },
 	{ "takeover_us", set_takeover_us, 0 },
@@ -816,6 +871,8 @@ apply_env(struct dpib_config *cfg)
 			return -EINVAL;
 		}
 		d->engine_mode = cfg->engine_mode;
+		d->engines = cfg->engines;
+		d->placement = cfg->placement;
 		d->spin_us = cfg->spin_us;
 		d->takeover_us = cfg->takeover_us;
 		if (cap == NULL || *cap == '\0')
@@ -840,12 +897,15 @@ dpib_config_load(struct dpib_config *cfg)
 {
 	const char *path = getenv("DPIB_CONF");
 	const char *mode = getenv("DPIB_ENGINE_MODE");
+	const char *engines = getenv("DPIB_ENGINES");
+	const char *place = getenv("DPIB_PLACEMENT");
 	int ret;
 
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->memory_mb = 512;
 	cfg->hugepages = -1;
-	cfg->lcore_cpu = -1;
+	cfg->lcore_cpu[0] = -1;
+	cfg->engines = 1;
 	if (path == NULL || *path == '\0') {
 		loopback_default(cfg);
 	} else {
@@ -858,6 +918,17 @@ dpib_config_load(struct dpib_config *cfg)
 	    parse_mode(mode, &cfg->engine_mode) != 0) {
 		DPIB_LOG(ERR, "DPIB_ENGINE_MODE=%s: must be adaptive, "
 			"poll or inline", mode);
+		return -EINVAL;
+	}
+	if (engines != NULL && *engines != '\0' &&
+	    parse_engines(engines, &cfg->engines) != 0) {
+		DPIB_LOG(ERR, "DPIB_ENGINES=%s: must be 1..%d", engines,
+			IB_MAX_ENGINES);
+		return -EINVAL;
+	}
+	if (place != NULL && *place != '\0' &&
+	    parse_placement(place, &cfg->placement) != 0) {
+		DPIB_LOG(ERR, "DPIB_PLACEMENT=%s: must be cq or spread", place);
 		return -EINVAL;
 	}
 	return apply_env(cfg);

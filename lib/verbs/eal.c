@@ -64,39 +64,44 @@ hugepages_usable(void)
 	return mounted && free_pages >= 128;
 }
 
-/* "--lcores" keeping the caller's CPUs for lcore 0, the engine on one. */
+/*
+ * "--lcores" keeping the caller's CPUs for lcore 0, engine k on lcore 1 + k:
+ * on the CPUs [engine] cpu lists, else on the last CPUs of the affinity
+ * mask (engine 0 on the last), or, in inline mode, floating over them all.
+ */
 static void
 lcores_arg(char *buf, size_t len)
 {
+	int cpus[CPU_SETSIZE], ncpus = 0, cpu;
+	char list[1024];
 	cpu_set_t set;
-	int cpu, first = -1, last = -1, engine;
+	uint32_t k;
 	size_t n;
 
 	CPU_ZERO(&set);
 	if (sched_getaffinity(0, sizeof(set), &set) != 0)
 		CPU_SET(0, &set);
-	n = snprintf(buf, len, "--lcores=0@(");
+	n = 0;
 	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
 		if (!CPU_ISSET(cpu, &set))
 			continue;
-		n += snprintf(buf + n, len - n, "%s%d", first < 0 ? "" : ",",
-			      cpu);
-		if (first < 0)
-			first = cpu;
-		last = cpu;
+		n += snprintf(list + n, sizeof(list) - n, "%s%d",
+			      ncpus ? "," : "", cpu);
+		cpus[ncpus++] = cpu;
 	}
-	/* Inline mode: the engine loop mostly sleeps and shares the CPUs
-	 * with the program, so it floats over them too.
-	 */
-	if (config.engine_mode == IB_ENGINE_INLINE && config.lcore_cpu < 0) {
-		char cpus[256];
-
-		snprintf(cpus, sizeof(cpus), "%s", strchr(buf, '('));
-		snprintf(buf + n, len - n, "),1@%s)", cpus);
-		return;
+	n = snprintf(buf, len, "--lcores=0@(%s)", list);
+	for (k = 0; k < config.engines && n < len; k++) {
+		/* Inline mode: the engine loops mostly sleep and share the
+		 * CPUs with the program, so they float over them too.
+		 */
+		if (config.engine_mode == IB_ENGINE_INLINE && config.ncpu == 0)
+			n += snprintf(buf + n, len - n, ",%u@(%s)", 1 + k, list);
+		else
+			n += snprintf(buf + n, len - n, ",%u@%d", 1 + k,
+				      config.ncpu ?
+				      config.lcore_cpu[k % config.ncpu] :
+				      cpus[(ncpus - 1 - (int)(k % ncpus))]);
 	}
-	engine = config.lcore_cpu >= 0 ? config.lcore_cpu : last;
-	snprintf(buf + n, len - n, "),1@%d", engine);
 }
 
 static void
@@ -229,7 +234,7 @@ dpib_exit(void)
 static int
 eal_start(void)
 {
-	static char prefix[64], lcores[512], mem[32];
+	static char prefix[64], lcores[4096], mem[32];
 	char *argv[MAX_ARGS], *tok, *save = NULL;
 	static char user[sizeof(config.eal_args)];
 	int argc = 0, pci = 0, ret;

@@ -30,7 +30,10 @@ struct dpib_config {
 	char eal_args[1024];
 	unsigned int memory_mb;		/* without hugepages */
 	int hugepages;			/* -1 auto, 0 no, 1 yes */
-	int lcore_cpu;			/* -1: last CPU of the affinity mask */
+	int lcore_cpu[IB_MAX_ENGINES];	/* engine k's CPU; [0] -1: auto */
+	uint32_t ncpu;			/* CPUs listed in [engine] cpu */
+	uint32_t engines;		/* [engine] engines */
+	int placement;			/* enum ib_placement */
 	int engine_mode;		/* enum ib_engine_mode */
 	uint32_t spin_us;		/* [engine] spin_us, 0: default */
 	uint32_t takeover_us;		/* [engine] takeover_us, 0: default */

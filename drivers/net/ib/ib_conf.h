@@ -33,6 +33,14 @@ enum ib_engine_mode {
 	IB_ENGINE_INLINE,	/* verbs calls drive it; the loop when idle */
 };
 
+#define IB_MAX_ENGINES	8	/* engines (shards) a process runs */
+
+/* Which engine a new QP goes to (ib_engine_place). */
+enum ib_placement {
+	IB_PLACE_CQ,		/* its CQ's engine, else the least loaded */
+	IB_PLACE_SPREAD,	/* round the engines, whatever its CQs */
+};
+
 /* Fault injection rates of one direction (ib_fault.c). */
 struct ib_fault_rates {
 	int enabled;
@@ -59,7 +67,9 @@ struct ib_dev_conf {
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
 	uint32_t link_wait_ms;	/* ibv_open_device waits for the link */
-	int lcore;		/* engine lcore */
+	int lcore;		/* engine lcore (engine k: lcore + k) */
+	uint32_t engines;	/* engines of the process (1..IB_MAX_ENGINES) */
+	int placement;		/* enum ib_placement */
 	int engine_mode;	/* enum ib_engine_mode */
 	uint32_t spin_us;	/* engine spin before sleeping; 0: default */
 	uint32_t takeover_us;	/* inline: idle calls before the loop runs */

@@ -4,7 +4,10 @@
 #ifndef IB_COUNTERS_H
 #define IB_COUNTERS_H
 
-/* Per-device counters: written by the engine only, read through telemetry. */
+/*
+ * Per-device counters, one set per engine (its shard's): each written by
+ * that engine only, summed when read (telemetry, dpib_counters).
+ */
 #define IB_COUNTERS(X) \
 	X(TX_PKTS,		"tx_packets") \
 	X(RX_PKTS,		"rx_packets") \
@@ -31,6 +34,8 @@
 	X(RX_BAD_QKEY,		"rx_drop_bad_qkey") \
 	X(RX_NO_RWQE,		"rx_drop_ud_no_receive_wqe") \
 	X(RX_MCAST_NO_GROUP,	"rx_drop_multicast_no_group") \
+	X(RX_HANDOFF,		"rx_handed_to_engine") \
+	X(RX_HANDOFF_DROP,	"rx_drop_handoff_full") \
 	X(RNR_NAK_SENT,		"rnr_nak_sent") \
 	X(RNR_NAK_RCVD,		"rnr_nak_received") \
 	X(NAK_SENT,		"nak_sent") \

@@ -37,6 +37,7 @@ ib_cq_create(struct ib_dev *dev, int cqe, struct ib_cq **out)
 	cq->dev = dev;
 	cq->ibv.cqe = cq->q.size;
 	rte_spinlock_init(&cq->poll_lock);
+	rte_spinlock_init(&cq->prod_lock);
 	*out = cq;
 	return 0;
 }
@@ -63,7 +64,7 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (unlikely(n < 0))
 		return -EINVAL;
 	if (ib_engine_inline)
-		ib_engine_progress();
+		ib_engine_progress_cq(cq);
 	rte_spinlock_lock(&cq->poll_lock);
 	pos = cq->q.cons;
 	while (got < n && (e = ib_cq_next(cq, &pos)) != NULL) {
@@ -109,8 +110,8 @@ cq_stamp(struct ib_cq *cq)
 }
 
 /* Engine only. A full CQ is an overrun (IBA 11.4.2.1): the entry is lost. */
-int
-ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
+static int
+cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 {
 	uint32_t prod = cq->q.prod;
 
@@ -127,6 +128,20 @@ ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 	if (unlikely(__atomic_load_n(&cq->armed, __ATOMIC_RELAXED)))
 		cq_notify(cq, wc, solicited);
 	return 0;
+}
+
+/* Engines whose QPs share the CQ take turns as its producer. */
+int
+ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
+{
+	int ret;
+
+	if (likely(!cq->shared))
+		return cq_push(cq, wc, solicited);
+	rte_spinlock_lock(&cq->prod_lock);
+	ret = cq_push(cq, wc, solicited);
+	rte_spinlock_unlock(&cq->prod_lock);
+	return ret;
 }
 
 int

@@ -60,7 +60,7 @@ start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	if (unlikely(attr == NULL || attr->comp_mask != 0))
 		return EINVAL;
 	if (ib_engine_inline)
-		ib_engine_progress();
+		ib_engine_progress_cq(cq);
 	rte_spinlock_lock(&cq->poll_lock);
 	cq->ex_pos = cq->q.cons;
 	if (load_entry(cqx) == 0)

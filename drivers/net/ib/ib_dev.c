@@ -157,17 +157,42 @@ port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
 	return rte_eth_dev_get_port_by_name(name, port_id) == 0 ? 0 : -ENODEV;
 }
 
+/*
+ * One queue pair per engine where the port has them: net_ring (each TX
+ * ring feeds the RX ring of its number), net_tap, net_af_xdp, PCI NICs
+ * (whose RSS then spreads what arrives), net_af_packet with qpairs=N in
+ * its devargs. net_memif's queue pairs must match the peer's, which this
+ * side cannot know: one.
+ */
+static uint32_t
+port_queues(const struct ib_dev *dev, const struct rte_eth_dev_info *info)
+{
+	uint32_t n = RTE_MAX(dev->conf.engines, 1u);
+
+	if (strcmp(info->driver_name, "net_memif") == 0)
+		return 1;
+	n = RTE_MIN(n, (uint32_t)info->max_rx_queues);
+	n = RTE_MIN(n, (uint32_t)info->max_tx_queues);
+	return RTE_MAX(RTE_MIN(n, (uint32_t)IB_MAX_ENGINES), 1u);
+}
+
 static int
 port_start(struct ib_dev *dev)
 {
 	struct rte_eth_conf conf = { 0 };
 	struct rte_eth_dev_info info;
-	uint16_t port = dev->port_id;
+	uint16_t port = dev->port_id, q;
 	int ret;
 
 	ret = rte_eth_dev_info_get(port, &info);
 	if (ret != 0)
 		return ret;
+	dev->nsh = port_queues(dev, &info);
+	if (dev->nsh > 1 && info.flow_type_rss_offloads != 0) {
+		conf.rxmode.mq_mode = RTE_ETH_MQ_RX_RSS;
+		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
+			(RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
+	}
 	/* net_af_packet says 1518 but takes what its frame slots hold
 	 * (af_packet_defaults sized them).
 	 */
@@ -178,10 +203,10 @@ port_start(struct ib_dev *dev)
 	 * ignores the request or refuses it, then the port runs without.
 	 */
 	conf.intr_conf.rxq = !dev->conf.loopback;
-	ret = rte_eth_dev_configure(port, 1, 1, &conf);
+	ret = rte_eth_dev_configure(port, dev->nsh, dev->nsh, &conf);
 	if (ret != 0 && conf.intr_conf.rxq) {
 		conf.intr_conf.rxq = 0;
-		ret = rte_eth_dev_configure(port, 1, 1, &conf);
+		ret = rte_eth_dev_configure(port, dev->nsh, dev->nsh, &conf);
 	}
 	if (ret != 0)
 		return ret;
@@ -195,14 +220,17 @@ port_start(struct ib_dev *dev)
 		if (!dev->conf.loopback && rte_eth_dev_get_mtu(port, &mtu) == 0)
 			dev->conf.mtu = mtu;
 	}
-	ret = rte_eth_rx_queue_setup(port, 0, IB_NB_DESC,
-				     rte_eth_dev_socket_id(port), NULL, dev->pool);
-	if (ret != 0)
-		return ret;
-	ret = rte_eth_tx_queue_setup(port, 0, IB_NB_DESC,
-				     rte_eth_dev_socket_id(port), NULL);
-	if (ret != 0)
-		return ret;
+	for (q = 0; q < dev->nsh; q++) {
+		ret = rte_eth_rx_queue_setup(port, q, IB_NB_DESC,
+					     rte_eth_dev_socket_id(port), NULL,
+					     dev->pool);
+		if (ret != 0)
+			return ret;
+		ret = rte_eth_tx_queue_setup(port, q, IB_NB_DESC,
+					     rte_eth_dev_socket_id(port), NULL);
+		if (ret != 0)
+			return ret;
+	}
 	ret = rte_eth_dev_start(port);
 	if (ret != 0)
 		return ret;
@@ -219,6 +247,43 @@ port_start(struct ib_dev *dev)
 	return ret;
 }
 
+/*
+ * The shards, after the port started with one queue pair each: the rings
+ * that doorbells and other engines' hand-offs arrive on, the wake-up.
+ */
+static int
+shards_init(struct ib_dev *dev)
+{
+	static uint32_t seq;	/* ring names are process-wide */
+	char name[RTE_RING_NAMESIZE];
+	uint32_t i, n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+
+	for (i = 0; i < IB_MAX_ENGINES; i++) {
+		struct ib_shard *sh = &dev->sh[i];
+
+		sh->dev = dev;
+		sh->id = (uint16_t)i;
+		sh->queue = (uint16_t)i;
+		sh->wake.kind = IB_WAKE_NONE;
+		sh->wake.fd = -1;
+		TAILQ_INIT(&sh->active);
+		TAILQ_INIT(&sh->waiting);
+		if (i >= dev->nsh)
+			continue;
+		snprintf(name, sizeof(name), "ib_db%u_%u", n, i);
+		sh->db_ring = rte_ring_create(name, rte_align32pow2(IB_MAX_QP),
+					      SOCKET_ID_ANY, RING_F_SC_DEQ |
+					      RING_F_EXACT_SZ);
+		snprintf(name, sizeof(name), "ib_ho%u_%u", n, i);
+		sh->handoff = rte_ring_create(name, IB_HANDOFF_RING,
+					      SOCKET_ID_ANY, RING_F_SC_DEQ);
+		if (sh->db_ring == NULL || sh->handoff == NULL)
+			return -ENOMEM;
+		ib_wake_open(sh);
+	}
+	return 0;
+}
+
 int
 ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 {
@@ -231,25 +296,21 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	if (dev == NULL)
 		return -ENOMEM;
 	dev->conf = *conf;
-	TAILQ_INIT(&dev->active);
-	TAILQ_INIT(&dev->waiting);
 	rte_spinlock_init(&dev->ctl_lock);
+	rte_spinlock_init(&dev->dbg_lock);
+	rte_spinlock_init(&dev->neigh_lock);
 	ret = -ENOMEM;
 	dev->qp_tbl = rte_zmalloc("ib_qp_tbl", IB_MAX_QP * sizeof(void *), 0);
 	dev->mr_tbl = rte_zmalloc("ib_mr_tbl", IB_MAX_MR * sizeof(void *), 0);
 	dev->mr_gen = rte_zmalloc("ib_mr_gen", IB_MAX_MR, 0);
 	if (dev->qp_tbl == NULL || dev->mr_tbl == NULL || dev->mr_gen == NULL)
 		goto err;
-	snprintf(name, sizeof(name), "ib_db_%.16s", conf->name);
-	dev->db_ring = rte_ring_create(name, rte_align32pow2(IB_MAX_QP),
-				       SOCKET_ID_ANY, RING_F_SC_DEQ |
-				       RING_F_EXACT_SZ);
 	snprintf(name, sizeof(name), "ib_in_%.16s", conf->name);
 	dev->inject = rte_ring_create(name, 1024, SOCKET_ID_ANY, RING_F_SC_DEQ);
 	snprintf(name, sizeof(name), "ib_mb_%.16s", conf->name);
 	dev->pool = rte_pktmbuf_pool_create(name, IB_NB_MBUF, 256, 0,
 					    IB_MBUF_DATA, SOCKET_ID_ANY);
-	if (dev->db_ring == NULL || dev->pool == NULL || dev->inject == NULL)
+	if (dev->pool == NULL || dev->inject == NULL)
 		goto err;
 	ret = port_open(conf->port, &dev->conf.mtu, &dev->port_id);
 	if (ret != 0) {
@@ -265,11 +326,13 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	/* IPv6 headers are 20 bytes longer than IPv4's. */
 	dev->active_mtu = ib_mtu_from_eth(dev->conf.mtu -
 					  (dev->conf.has_ip6 ? 20 : 0));
+	ret = shards_init(dev);
+	if (ret != 0)
+		goto err;
 	if (conf->capture[0] != '\0' &&
 	    (ret = ib_capture_open(dev, conf->capture)) != 0)
 		goto err;
 	ib_dcqcn_dev_init(dev);
-	ib_wake_open(dev);
 	ret = ib_neigh_init(dev);
 	if (ret == 0)
 		ret = ib_fault_init(dev);
@@ -305,14 +368,19 @@ err:
 void
 ib_dev_destroy(struct ib_dev *dev)
 {
+	uint32_t i;
+
 	ib_engine_detach(dev);
 	if (dev->neigh != NULL)
 		ib_neigh_fini(dev);
 	if (dev->capture != NULL)
 		fclose(dev->capture);
 	ib_fault_fini(dev);
-	ib_wake_close(dev);
-	rte_ring_free(dev->db_ring);
+	for (i = 0; i < IB_MAX_ENGINES; i++) {
+		ib_wake_close(&dev->sh[i]);
+		rte_ring_free(dev->sh[i].db_ring);
+		rte_ring_free(dev->sh[i].handoff);
+	}
 	rte_ring_free(dev->inject);
 	rte_free(dev->qp_tbl);
 	rte_free(dev->mr_tbl);
@@ -334,13 +402,13 @@ ib_dev_port_stats(struct ib_dev *dev)
 
 	if (rte_eth_stats_get(dev->port_id, &s) != 0)
 		return;
-	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_MISSED], s.imissed,
+	__atomic_store_n(&dev->sh[0].cnt[IB_CNT_PORT_RX_MISSED], s.imissed,
 			 __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_NOMBUF], s.rx_nombuf,
+	__atomic_store_n(&dev->sh[0].cnt[IB_CNT_PORT_RX_NOMBUF], s.rx_nombuf,
 			 __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->cnt[IB_CNT_PORT_RX_ERRORS], s.ierrors,
+	__atomic_store_n(&dev->sh[0].cnt[IB_CNT_PORT_RX_ERRORS], s.ierrors,
 			 __ATOMIC_RELAXED);
-	__atomic_store_n(&dev->cnt[IB_CNT_PORT_TX_ERRORS], s.oerrors,
+	__atomic_store_n(&dev->sh[0].cnt[IB_CNT_PORT_TX_ERRORS], s.oerrors,
 			 __ATOMIC_RELAXED);
 }
 
@@ -433,9 +501,9 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	a->port_cap_flags = IBV_PORT_CM_SUP;
 	a->max_msg_sz = IB_MAX_MSG_SZ;
 	/* The port's 16-bit-wide counters of IBA 16.1 stop at their top. */
-	a->bad_pkey_cntr = RTE_MIN(dev->cnt[IB_CNT_RX_BAD_PKEY],
+	a->bad_pkey_cntr = RTE_MIN(ib_count_read(dev, IB_CNT_RX_BAD_PKEY),
 				   (uint64_t)UINT16_MAX);
-	a->qkey_viol_cntr = RTE_MIN(dev->cnt[IB_CNT_RX_BAD_QKEY],
+	a->qkey_viol_cntr = RTE_MIN(ib_count_read(dev, IB_CNT_RX_BAD_QKEY),
 				    (uint64_t)UINT16_MAX);
 	a->pkey_tbl_len = 1;
 	a->lid = 0;
@@ -532,6 +600,6 @@ hca_counters(struct ib_dev *dev, const char *const **names, uint64_t *values,
 		*names = ib_counter_names;
 	ib_dev_port_stats(dev);
 	for (i = 0; values != NULL && i < n && i < IB_CNT_NUM; i++)
-		values[i] = __atomic_load_n(&dev->cnt[i], __ATOMIC_RELAXED);
+		values[i] = ib_count_read(dev, (enum ib_counter)i);
 	return IB_CNT_NUM;
 }

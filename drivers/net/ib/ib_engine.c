@@ -18,11 +18,20 @@
  *             over, as adaptive, once none has run for takeover_us. A
  *             target whose application sleeps in poll() still answers.
  *
+ * A process runs one engine or several ([engine] engines): each owns the
+ * QPs placed on it (ib_engine_place) and, on every device, a shard: its
+ * own RX/TX queue pair on the port, run lists, transmit buffer and
+ * counters. A frame that arrives on one engine's queue for another's QP
+ * (a port without RSS, or RSS that hashed it elsewhere) is handed over
+ * through the owner's ring, already validated.
+ *
  * Control operations (modify/destroy) are handed to the loop through a
  * small ring and run between passes, so the transport state has one owner;
- * in inline mode they run under the pass lock instead.
+ * in inline mode they run under the pass lock instead. With several
+ * engines they run while every engine is parked between two passes.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -66,34 +75,41 @@ struct ib_engine {
 	uint64_t app_tsc;	/* inline: an application call's last pass */
 
 	/* The loop's own. */
-	unsigned int lcore __rte_cache_aligned;
-	int launched;
+	uint32_t id __rte_cache_aligned;
+	unsigned int lcore;
 	int looping;		/* engine_main runs on the lcore */
-	int mode;		/* enum ib_engine_mode */
-	uint32_t spin_us;
-	uint32_t takeover_us;
 	uint32_t stop;
 	rte_spinlock_t run;	/* inline mode: one pass at a time */
-	struct ib_dev *devs[ENG_MAX_DEVS];
-	uint32_t ndev;
+	struct ib_shard *sh[ENG_MAX_DEVS];	/* its share of each device */
+	uint32_t nsh;
 	struct rte_ring *ctl;
 	int epfd;
 	int efd;		/* eventfd: doorbells, control calls, stop */
 	int tfd;		/* timerfd: naps shorter than a millisecond */
 	struct rte_epoll_event efd_ev, tfd_ev;
-	rte_spinlock_t lock;	/* launch and device list: control path */
 };
 
-static struct ib_engine engine = {
+/* What the engines share: set once, at the first device's first QP. */
+static struct {
+	rte_spinlock_t lock;	/* launch and device lists: control path */
+	int launched;
+	int mode;		/* enum ib_engine_mode */
+	int placement;		/* enum ib_placement */
+	uint32_t n;		/* engines */
+	uint32_t spin_us;
+	uint32_t takeover_us;
+	pthread_mutex_t world;	/* one caller at a time parks the engines */
+} eng = {
 	.lock = RTE_SPINLOCK_INITIALIZER,
-	.run = RTE_SPINLOCK_INITIALIZER,
-	.epfd = -1,
-	.efd = -1,
-	.tfd = -1,
+	.world = PTHREAD_MUTEX_INITIALIZER,
 };
+
+static struct ib_engine engines[IB_MAX_ENGINES];
 
 /* Set at the first device of an inline configuration. */
 int ib_engine_inline;
+
+__thread uint32_t ib_self;
 
 static void
 ring_efd(struct ib_engine *e)
@@ -120,31 +136,38 @@ engine_wake(struct ib_engine *e)
 		ring_efd(e);
 }
 
+/* Another engine handed this one frames: it must not sleep on them. */
+void
+ib_engine_nudge(struct ib_engine *e)
+{
+	engine_wake(e);
+}
+
 void
 ib_engine_activate(struct ib_qp *qp)
 {
-	struct ib_dev *dev = qp->dev;
+	struct ib_shard *sh = qp->sh;
 
 	if (qp->active == IB_QP_ACTIVE)
 		return;
 	if (qp->active == IB_QP_WAITING)
-		TAILQ_REMOVE(&dev->waiting, qp, next);
+		TAILQ_REMOVE(&sh->waiting, qp, next);
 	qp->active = IB_QP_ACTIVE;
-	TAILQ_INSERT_TAIL(&dev->active, qp, next);
-	dev->nactive++;
+	TAILQ_INSERT_TAIL(&sh->active, qp, next);
+	sh->nactive++;
 }
 
 /* Off the engine's lists (the QP is being destroyed). */
 void
 ib_engine_forget(struct ib_qp *qp)
 {
-	struct ib_dev *dev = qp->dev;
+	struct ib_shard *sh = qp->sh;
 
 	if (qp->active == IB_QP_ACTIVE) {
-		TAILQ_REMOVE(&dev->active, qp, next);
-		dev->nactive--;
+		TAILQ_REMOVE(&sh->active, qp, next);
+		sh->nactive--;
 	} else if (qp->active == IB_QP_WAITING) {
-		TAILQ_REMOVE(&dev->waiting, qp, next);
+		TAILQ_REMOVE(&sh->waiting, qp, next);
 	}
 	qp->active = IB_QP_IDLE;
 }
@@ -167,17 +190,17 @@ ib_engine_doorbell(struct ib_qp *qp)
 		 * passes itself.
 		 */
 		if (!ib_engine_inline)
-			engine_wake(&engine);
+			engine_wake(qp->sh->eng);
 		return;
 	}
 	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
 		/* The QPN, not the pointer: a QP destroyed while its doorbell
 		 * waits is then simply not found.
 		 */
-		while (rte_ring_mp_enqueue(qp->dev->db_ring,
+		while (rte_ring_mp_enqueue(qp->sh->db_ring,
 					   (void *)(uintptr_t)qp->ibv.qp_num) != 0)
 			rte_pause();	/* the ring holds one entry per QP */
-		engine_wake(&engine);
+		engine_wake(qp->sh->eng);
 	}
 }
 
@@ -187,14 +210,14 @@ ib_engine_doorbell(struct ib_qp *qp)
  * finds db_armed clear from now on and rings, or this sees the new WQE.
  */
 static void
-park(struct ib_dev *dev, struct ib_qp *qp)
+park(struct ib_shard *sh, struct ib_qp *qp)
 {
-	TAILQ_REMOVE(&dev->active, qp, next);
-	dev->nactive--;
+	TAILQ_REMOVE(&sh->active, qp, next);
+	sh->nactive--;
 	qp->idle_passes = 0;
 	if (ib_qp_busy(qp)) {
 		qp->active = IB_QP_WAITING;
-		TAILQ_INSERT_TAIL(&dev->waiting, qp, next);
+		TAILQ_INSERT_TAIL(&sh->waiting, qp, next);
 	} else {
 		qp->active = IB_QP_IDLE;
 	}
@@ -210,16 +233,16 @@ park(struct ib_dev *dev, struct ib_qp *qp)
  * nothing outstanding any more leaves the lists.
  */
 static void
-sweep(struct ib_dev *dev, uint64_t now)
+sweep(struct ib_shard *sh, uint64_t now)
 {
 	struct ib_qp *qp;
 	uint32_t i;
 
 	for (i = 0; i < ENG_SWEEP_QPS; i++) {
-		qp = TAILQ_FIRST(&dev->waiting);
+		qp = TAILQ_FIRST(&sh->waiting);
 		if (qp == NULL)
 			return;
-		TAILQ_REMOVE(&dev->waiting, qp, next);
+		TAILQ_REMOVE(&sh->waiting, qp, next);
 		qp->active = IB_QP_IDLE;
 		ib_comp_timer(qp, now);
 		ib_req_run(qp);		/* an RNR wait that ended */
@@ -228,7 +251,7 @@ sweep(struct ib_dev *dev, uint64_t now)
 			ib_engine_activate(qp);
 		} else if (ib_qp_busy(qp)) {
 			qp->active = IB_QP_WAITING;
-			TAILQ_INSERT_TAIL(&dev->waiting, qp, next);
+			TAILQ_INSERT_TAIL(&sh->waiting, qp, next);
 		}
 	}
 }
@@ -249,34 +272,56 @@ run_ctl(struct ib_engine *e)
 	return n;
 }
 
-/*
- * One pass over a device; returns how much work it did: frames received
- * and queued, doorbells taken. A QP that only waits (for an ACK, a timer,
- * a port that takes nothing) is not work: the loop may then sleep.
- */
-int
-ib_engine_poll(struct ib_dev *dev)
+/* Frames other engines took in for this shard's QPs. */
+static unsigned int
+take_handoffs(struct ib_shard *sh)
 {
+	struct rte_mbuf *pkts[IB_RX_BURST];
+	unsigned int i, n;
+
+	if (sh->handoff == NULL || rte_ring_empty(sh->handoff))
+		return 0;
+	n = rte_ring_sc_dequeue_burst(sh->handoff, (void **)pkts, IB_RX_BURST,
+				      NULL);
+	for (i = 0; i < n; i++)
+		ib_rx_handed(sh->dev, pkts[i]);
+	ib_resp_flush_acks(sh->dev);
+	return n;
+}
+
+/*
+ * One pass over the engine's share of a device; returns how much work it
+ * did: frames received and queued, doorbells taken. A QP that only waits
+ * (for an ACK, a timer, a port that takes nothing) is not work: the loop
+ * may then sleep.
+ */
+static unsigned int
+shard_pass(struct ib_shard *sh)
+{
+	struct ib_dev *dev = sh->dev;
 	struct rte_mbuf *pkts[IB_RX_BURST];
 	void *qpns[IB_RX_BURST];
 	struct ib_qp *qp, *tmp;
 	int state;
 	unsigned int i, n, work;
-	uint64_t now, t0 = rte_rdtsc(), queued = dev->tx_queued;
+	uint64_t now, t0 = rte_rdtsc(), queued = sh->tx_queued;
 
-	ib_neigh_timer(dev, t0);
+	if (sh->id == 0)
+		ib_neigh_timer(dev, t0);
 	/* More than a burst when the port has it: a pass that visits many
 	 * QPs must not take in only a burst's worth of what they wait for.
 	 */
 	work = 0;
 	do {
-		n = rte_eth_rx_burst(dev->port_id, 0, pkts, IB_RX_BURST);
+		n = rte_eth_rx_burst(dev->port_id, sh->queue, pkts,
+				     IB_RX_BURST);
 		for (i = 0; i < n; i++)
 			ib_rx(dev, pkts[i]);
 		ib_resp_flush_acks(dev);
 		work += n;
 	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);
-	if (unlikely(!rte_ring_empty(dev->inject))) {
+	work += take_handoffs(sh);
+	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject))) {
 		n = rte_ring_sc_dequeue_burst(dev->inject, (void **)pkts,
 					      IB_RX_BURST, NULL);
 		for (i = 0; i < n; i++)
@@ -285,10 +330,10 @@ ib_engine_poll(struct ib_dev *dev)
 		work += n;
 	}
 
-	n = rte_ring_sc_dequeue_burst(dev->db_ring, qpns, IB_RX_BURST, NULL);
+	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
 	for (i = 0; i < n; i++) {
 		qp = dev->qp_tbl[(uintptr_t)qpns[i]];
-		if (qp != NULL)
+		if (qp != NULL && qp->sh == sh)
 			ib_engine_activate(qp);
 	}
 	work += n;
@@ -299,8 +344,8 @@ ib_engine_poll(struct ib_dev *dev)
 	 */
 	now = rte_rdtsc();
 	if (work != 0)
-		dev->cnt[IB_CNT_CYCLES_RECEIVE] += now - t0;
-	for (qp = TAILQ_FIRST(&dev->active); qp != NULL; qp = tmp) {
+		sh->cnt[IB_CNT_CYCLES_RECEIVE] += now - t0;
+	for (qp = TAILQ_FIRST(&sh->active); qp != NULL; qp = tmp) {
 		tmp = TAILQ_NEXT(qp, next);
 		state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 		if (state == IBV_QPS_ERR)
@@ -316,28 +361,28 @@ ib_engine_poll(struct ib_dev *dev)
 		 */
 		if (ib_qp_runnable(qp))
 			qp->idle_passes = 0;
-		else if (++qp->idle_passes >= (dev->nactive > ENG_MANY_QPS ?
+		else if (++qp->idle_passes >= (sh->nactive > ENG_MANY_QPS ?
 					       2u : ENG_IDLE_PASSES))
-			park(dev, qp);
+			park(sh, qp);
 	}
-	if (!TAILQ_EMPTY(&dev->waiting))
-		sweep(dev, now);
+	if (!TAILQ_EMPTY(&sh->waiting))
+		sweep(sh, now);
 	ib_tx_flush(dev);
-	if (dev->tx_queued != queued)
-		dev->cnt[IB_CNT_CYCLES_SEND] += rte_rdtsc() - now;
-	return work + (unsigned int)(dev->tx_queued - queued) +
-	       ib_fault_pending(dev);
+	if (sh->tx_queued != queued)
+		sh->cnt[IB_CNT_CYCLES_SEND] += rte_rdtsc() - now;
+	return work + (unsigned int)(sh->tx_queued - queued) +
+	       (sh->id == 0 ? ib_fault_pending(dev) : 0);
 }
 
-/* One pass over every device (the caller may run them). */
+/* One pass over every shard of the engine (the caller may run them). */
 static unsigned int
 passes(struct ib_engine *e)
 {
 	unsigned int work = 0;
 	uint32_t i;
 
-	for (i = 0; i < e->ndev; i++)
-		work += ib_engine_poll(e->devs[i]);
+	for (i = 0; i < e->nsh; i++)
+		work += shard_pass(e->sh[i]);
 	return work;
 }
 
@@ -347,7 +392,7 @@ loop_pass(struct ib_engine *e)
 {
 	unsigned int work;
 
-	if (e->mode != IB_ENGINE_INLINE)
+	if (eng.mode != IB_ENGINE_INLINE)
 		return run_ctl(e) + passes(e);
 	if (!rte_spinlock_trylock(&e->run))
 		return 1;	/* an application call is driving */
@@ -363,11 +408,14 @@ timers_pending(struct ib_engine *e)
 	struct ib_qp *qp;
 	uint32_t i;
 
-	for (i = 0; i < e->ndev; i++) {
-		if (e->devs[i]->tx_n != 0 || ib_fault_pending(e->devs[i]) ||
-		    !TAILQ_EMPTY(&e->devs[i]->waiting))
+	for (i = 0; i < e->nsh; i++) {
+		struct ib_shard *sh = e->sh[i];
+
+		if (sh->tx_n != 0 || !TAILQ_EMPTY(&sh->waiting) ||
+		    (sh->id == 0 && ib_fault_pending(sh->dev)) ||
+		    (sh->handoff != NULL && !rte_ring_empty(sh->handoff)))
 			return 1;
-		TAILQ_FOREACH(qp, &e->devs[i]->active, next)
+		TAILQ_FOREACH(qp, &sh->active, next)
 			if (ib_qp_busy(qp))
 				return 1;
 	}
@@ -396,16 +444,16 @@ sleep_bound(struct ib_engine *e, uint64_t idle_us)
 
 	if (timers_pending(e))
 		return nap_us(idle_us, ENG_NAP_MAX_US);
-	for (i = 0; i < e->ndev; i++) {
-		struct ib_dev *dev = e->devs[i];
+	for (i = 0; i < e->nsh; i++) {
+		struct ib_shard *sh = e->sh[i];
 
-		if (dev->conf.loopback)
+		if (sh->dev->conf.loopback)
 			continue;	/* only doorbells bring it work */
-		if (dev->wake.kind == IB_WAKE_NONE)
+		if (sh->wake.kind == IB_WAKE_NONE)
 			return nap_us(idle_us, ENG_IDLE_NAP_US);
 		if (t < 0)
 			t = ENG_TICK_US;
-		due = ib_neigh_next_due(dev);
+		due = sh->id == 0 ? ib_neigh_next_due(sh->dev) : UINT64_MAX;
 		if (due != UINT64_MAX)
 			t = RTE_MIN(t, due > now ? (int64_t)((due - now) / us) + 1
 						 : 1);
@@ -447,8 +495,8 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 	uint32_t i;
 
 	__atomic_store_n(&e->sleeping, 1, __ATOMIC_SEQ_CST);
-	for (i = 0; i < e->ndev; i++)
-		ib_wake_arm(e->devs[i]);
+	for (i = 0; i < e->nsh; i++)
+		ib_wake_arm(e->sh[i]);
 	work = loop_pass(e);
 	if (work == 0 && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		/* Whole milliseconds are epoll's own timeout; a shorter nap
@@ -467,8 +515,8 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 			arm_timer(e, 0);
 	}
 	__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);
-	for (i = 0; i < e->ndev; i++)
-		ib_wake_disarm(e->devs[i]);
+	for (i = 0; i < e->nsh; i++)
+		ib_wake_disarm(e->sh[i]);
 	drain(e->efd);
 	drain(e->tfd);
 	return work;
@@ -484,12 +532,12 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
  * ENG_DEFER_MAX_US: each look wakes a CPU the program is busy on.
  */
 static uint64_t
-defer_nap(struct ib_engine *e, uint64_t idle_us, uint32_t streak)
+defer_nap(uint64_t idle_us, uint32_t streak)
 {
 	if (streak <= ENG_STREAK)
-		return e->takeover_us - idle_us + 1;
-	return RTE_MIN((uint64_t)e->takeover_us << RTE_MIN(streak - ENG_STREAK,
-							   16u),
+		return eng.takeover_us - idle_us + 1;
+	return RTE_MIN((uint64_t)eng.takeover_us << RTE_MIN(streak - ENG_STREAK,
+							    16u),
 		       (uint64_t)ENG_DEFER_MAX_US);
 }
 
@@ -501,21 +549,21 @@ engine_main(void *arg)
 	uint64_t last = rte_rdtsc(), now, idle;
 	uint32_t streak = 0;
 
+	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
-		if (e->mode == IB_ENGINE_INLINE) {
+		if (eng.mode == IB_ENGINE_INLINE) {
 			now = rte_rdtsc();
 			idle = (now - __atomic_load_n(&e->app_tsc,
 						      __ATOMIC_RELAXED)) / us;
-			if (idle < e->takeover_us) {
-				rte_delay_us_sleep(defer_nap(e, idle,
-							     ++streak));
+			if (idle < eng.takeover_us) {
+				rte_delay_us_sleep(defer_nap(idle, ++streak));
 				continue;
 			}
 			streak = 0;
 		}
-		if (loop_pass(e) != 0 || e->mode == IB_ENGINE_POLL) {
+		if (loop_pass(e) != 0 || eng.mode == IB_ENGINE_POLL) {
 			last = rte_rdtsc();
 			continue;
 		}
@@ -523,28 +571,15 @@ engine_main(void *arg)
 		/* Traffic the application's calls handled is traffic too: a
 		 * port that cannot wake the loop gets short naps after it.
 		 */
-		if (e->mode == IB_ENGINE_INLINE)
+		if (eng.mode == IB_ENGINE_INLINE)
 			last = RTE_MAX(last, RTE_MIN(now,
 				__atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED)));
-		if (now - last < e->spin_us * us)
+		if (now - last < eng.spin_us * us)
 			rte_pause();
 		else if (engine_sleep(e, (now - last) / us) != 0)
 			last = rte_rdtsc();
 	}
 	return 0;
-}
-
-static void
-add_dev(void *arg)
-{
-	struct ib_dev *dev = arg;
-
-	if (ib_wake_register(dev, engine.epfd) != 0) {
-		IB_LOG(NOTICE, "%s: receive wake-up not registered; the "
-		       "engine naps instead", dev->conf.name);
-		dev->wake.kind = IB_WAKE_NONE;
-	}
-	engine.devs[engine.ndev++] = dev;
 }
 
 static int
@@ -569,97 +604,30 @@ engine_fds(struct ib_engine *e)
 	return 0;
 }
 
-static void
-engine_conf(struct ib_engine *e, const struct ib_dev_conf *c)
-{
-	e->lcore = c->lcore;
-	e->mode = c->engine_mode;
-	e->spin_us = c->spin_us ? c->spin_us :
-		     e->mode == IB_ENGINE_INLINE ? IB_TAKEOVER_SPIN_US :
-						   IB_ENGINE_SPIN_US;
-	e->takeover_us = c->takeover_us ? c->takeover_us : IB_TAKEOVER_US;
-}
-
-/* Start the engine lcore with the first QP of a device (cheap when idle). */
-int
-ib_engine_attach(struct ib_dev *dev)
-{
-	struct ib_engine *e = &engine;
-	uint32_t i;
-	int err = 0;
-
-	rte_spinlock_lock(&e->lock);
-	for (i = 0; i < e->ndev; i++)
-		if (e->devs[i] == dev)
-			goto out;
-	if (e->ndev == ENG_MAX_DEVS) {
-		err = ENOSPC;
-		goto out;
-	}
-	if (e->launched) {
-		dev->eng = e;
-		rte_spinlock_unlock(&e->lock);
-		return ib_engine_exec(dev, add_dev, dev);
-	}
-	engine_conf(e, &dev->conf);
-	err = engine_fds(e);
-	if (err == 0 && e->mode != IB_ENGINE_INLINE) {
-		e->ctl = rte_ring_create("ib_ctl", 64, SOCKET_ID_ANY,
-					 RING_F_SC_DEQ);
-		if (e->ctl == NULL)
-			err = ENOMEM;
-	}
-	if (err != 0)
-		goto out;
-	add_dev(dev);
-	dev->eng = e;
-	ib_engine_inline = e->mode == IB_ENGINE_INLINE;
-	if (e->mode == IB_ENGINE_INLINE && e->takeover_us == IB_TAKEOVER_NEVER) {
-		e->launched = 1;	/* only verbs calls run passes */
-		goto out;
-	}
-	if (rte_eal_remote_launch(engine_main, e, e->lcore) != 0) {
-		e->ndev--;
-		dev->eng = NULL;
-		ib_engine_inline = 0;
-		err = EBUSY;
-		goto out;
-	}
-	e->looping = 1;
-	e->launched = 1;
-out:
-	rte_spinlock_unlock(&e->lock);
-	return err;
-}
-
 /*
- * Run @fn on the engine between two passes and wait for it. Before the
+ * Run @fn on engine @e between two passes and wait for it. Before the
  * engine runs (or on the engine itself) it runs here directly; in inline
  * mode under the pass lock.
  */
-int
-ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
+static void
+engine_call(struct ib_engine *e, void (*fn)(void *), void *arg)
 {
-	struct ib_engine *e = &engine;
 	struct ib_ctl c = { .fn = fn, .arg = arg };
 	uint64_t deadline;
 
 	if (ib_engine_inline) {
-		int i;
-
 		rte_spinlock_lock(&e->run);
 		fn(arg);
 		rte_spinlock_unlock(&e->run);
-		/* What the change set in motion (a drain, a flush) happens
-		 * now, as it would on the engine lcore.
+		/* A loop asleep on what it had (a new shard, a QP moved to
+		 * error) looks again.
 		 */
-		for (i = 0; i < IB_INLINE_PASSES && ib_engine_progress(); i++)
-			;
-		return 0;
+		engine_wake(e);
+		return;
 	}
-	if (dev->eng == NULL || !e->launched || rte_lcore_id() == e->lcore) {
+	if (!e->looping || rte_lcore_id() == e->lcore) {
 		fn(arg);
-		return 0;
+		return;
 	}
 	while (rte_ring_mp_enqueue(e->ctl, &c) != 0)
 		sched_yield();
@@ -670,11 +638,279 @@ ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 			/* The engine is wedged; the caller's stack frame must
 			 * stay valid, so keep waiting but say so once.
 			 */
-			IB_LOG(ERR, "engine did not answer within 10 s");
+			IB_LOG(ERR, "engine %u did not answer within 10 s",
+			       e->id);
 			deadline = UINT64_MAX;
 		}
 		sched_yield();
 	}
+}
+
+static void
+engines_stop(uint32_t n)
+{
+	uint32_t k;
+
+	for (k = 0; k < n; k++) {
+		struct ib_engine *e = &engines[k];
+
+		if (e->looping) {
+			__atomic_store_n(&e->stop, 1, __ATOMIC_RELEASE);
+			ring_efd(e);
+			rte_eal_wait_lcore(e->lcore);
+			e->looping = 0;
+		}
+	}
+}
+
+/* Start the engines with the first QP of the first device. */
+static int
+engines_launch(const struct ib_dev_conf *c)
+{
+	uint32_t k;
+	int err;
+
+	eng.mode = c->engine_mode;
+	eng.placement = c->placement;
+	eng.n = RTE_MIN(RTE_MAX(c->engines, 1u), (uint32_t)IB_MAX_ENGINES);
+	eng.spin_us = c->spin_us ? c->spin_us :
+		      eng.mode == IB_ENGINE_INLINE ? IB_TAKEOVER_SPIN_US :
+						     IB_ENGINE_SPIN_US;
+	eng.takeover_us = c->takeover_us ? c->takeover_us : IB_TAKEOVER_US;
+	ib_engine_inline = eng.mode == IB_ENGINE_INLINE;
+	for (k = 0; k < eng.n; k++) {
+		struct ib_engine *e = &engines[k];
+		char name[RTE_RING_NAMESIZE];
+
+		e->id = k;
+		e->lcore = (unsigned int)c->lcore + k;
+		rte_spinlock_init(&e->run);
+		err = engine_fds(e);
+		if (err == 0 && !ib_engine_inline) {
+			snprintf(name, sizeof(name), "ib_ctl%u", k);
+			e->ctl = rte_ring_create(name, 64, SOCKET_ID_ANY,
+						 RING_F_SC_DEQ);
+			if (e->ctl == NULL)
+				err = ENOMEM;
+		}
+		if (err != 0)
+			goto fail;
+	}
+	eng.launched = 1;
+	if (ib_engine_inline && eng.takeover_us == IB_TAKEOVER_NEVER)
+		return 0;	/* only verbs calls run passes */
+	for (k = 0; k < eng.n; k++) {
+		if (rte_eal_remote_launch(engine_main, &engines[k],
+					  engines[k].lcore) != 0) {
+			IB_LOG(ERR, "engine %u: lcore %u is not free", k,
+			       engines[k].lcore);
+			err = EBUSY;
+			goto fail;
+		}
+		engines[k].looping = 1;
+	}
+	return 0;
+fail:
+	engines_stop(eng.n);
+	eng.launched = 0;
+	ib_engine_inline = 0;
+	return err;
+}
+
+static void
+add_shard(void *arg)
+{
+	struct ib_shard *sh = arg;
+	struct ib_engine *e = sh->eng;
+
+	if (ib_wake_register(sh, e->epfd) != 0) {
+		IB_LOG(NOTICE, "%s: receive wake-up not registered; the "
+		       "engine naps instead", sh->dev->conf.name);
+		sh->wake.kind = IB_WAKE_NONE;
+	}
+	e->sh[e->nsh++] = sh;
+}
+
+/*
+ * Put the device's shards on their engines (with its first QP; the
+ * engines start with the first device's).
+ */
+int
+ib_engine_attach(struct ib_dev *dev)
+{
+	uint32_t k;
+	int err = 0;
+
+	rte_spinlock_lock(&eng.lock);
+	if (dev->attached)
+		goto out;
+	if (!eng.launched) {
+		err = engines_launch(&dev->conf);
+		if (err != 0)
+			goto out;
+	}
+	dev->nsh = RTE_MIN(dev->nsh, eng.n);
+	for (k = 0; k < dev->nsh; k++)
+		if (engines[k].nsh == ENG_MAX_DEVS) {
+			err = ENOSPC;
+			goto out;
+		}
+	for (k = 0; k < dev->nsh; k++) {
+		dev->sh[k].eng = &engines[k];
+		engine_call(&engines[k], add_shard, &dev->sh[k]);
+	}
+	dev->attached = 1;
+out:
+	rte_spinlock_unlock(&eng.lock);
+	return err;
+}
+
+/*
+ * Which engine a new QP goes to (control path, under dev->ctl_lock,
+ * before the QP is published). IB_PLACE_CQ: its send CQ's engine, else
+ * its receive CQ's, else the engine with the fewest QPs, so that a CQ's
+ * completions come from one engine and a thread polling it drives that
+ * engine; IB_PLACE_SPREAD: round the engines. A CQ or SRQ that QPs of
+ * two engines use from now on is marked shared before either can run.
+ */
+void
+ib_engine_place(struct ib_qp *qp)
+{
+	struct ib_dev *dev = qp->dev;
+	struct ib_cq *cqs[2] = { qp->scq, qp->rcq };
+	uint32_t k = 0, i;
+
+	if (dev->nsh > 1 && eng.placement == IB_PLACE_SPREAD) {
+		k = qp->ibv.qp_num % dev->nsh;
+	} else if (dev->nsh > 1) {
+		if (qp->scq->home != 0 && qp->scq->home <= dev->nsh)
+			k = qp->scq->home - 1u;
+		else if (qp->rcq->home != 0 && qp->rcq->home <= dev->nsh)
+			k = qp->rcq->home - 1u;
+		else
+			for (i = 1; i < dev->nsh; i++)
+				if (dev->sh[i].nqp < dev->sh[k].nqp)
+					k = i;
+	}
+	qp->sh = &dev->sh[k];
+	qp->sh->nqp++;
+	for (i = 0; i < 2; i++) {
+		if (cqs[i]->home == 0)
+			cqs[i]->home = (uint8_t)(k + 1);
+		cqs[i]->feeds |= (uint16_t)(1u << k);
+		if (__builtin_popcount(cqs[i]->feeds) > 1)
+			__atomic_store_n(&cqs[i]->shared, 1, __ATOMIC_SEQ_CST);
+	}
+	if (qp->srq != NULL) {
+		qp->srq->feeds |= (uint16_t)(1u << k);
+		if (__builtin_popcount(qp->srq->feeds) > 1)
+			__atomic_store_n(&qp->srq->shared, 1, __ATOMIC_SEQ_CST);
+	}
+}
+
+/*
+ * Every engine parked between two passes (several engines, not inline):
+ * each runs park_here from its control ring and waits for release.
+ */
+struct world {
+	uint32_t arrived;
+	uint32_t release;
+	uint32_t left;
+};
+
+static void
+park_here(void *arg)
+{
+	struct world *w = arg;
+
+	__atomic_fetch_add(&w->arrived, 1, __ATOMIC_ACQ_REL);
+	while (!__atomic_load_n(&w->release, __ATOMIC_ACQUIRE))
+		rte_pause();
+	__atomic_fetch_add(&w->left, 1, __ATOMIC_ACQ_REL);
+}
+
+static int
+on_engine_lcore(void)
+{
+	uint32_t k;
+
+	for (k = 0; k < eng.n; k++)
+		if (engines[k].looping && rte_lcore_id() == engines[k].lcore)
+			return 1;
+	return 0;
+}
+
+static void
+world_stopped(void (*fn)(void *), void *arg)
+{
+	struct ib_ctl c[IB_MAX_ENGINES];
+	struct world w = { 0 };
+	uint32_t k, n = 0;
+
+	if (ib_engine_inline) {
+		for (k = 0; k < eng.n; k++)
+			rte_spinlock_lock(&engines[k].run);
+		fn(arg);
+		for (k = eng.n; k-- > 0;) {
+			rte_spinlock_unlock(&engines[k].run);
+			engine_wake(&engines[k]);
+		}
+		return;
+	}
+	if (on_engine_lcore()) {
+		fn(arg);	/* not from a pass: engines never call here */
+		return;
+	}
+	/* Two callers parking the engines in different orders would each
+	 * hold one engine the other waits for.
+	 */
+	pthread_mutex_lock(&eng.world);
+	for (k = 0; k < eng.n; k++) {
+		if (!engines[k].looping)
+			continue;
+		c[k] = (struct ib_ctl){ .fn = park_here, .arg = &w };
+		while (rte_ring_mp_enqueue(engines[k].ctl, &c[k]) != 0)
+			sched_yield();
+		engine_wake(&engines[k]);
+		n++;
+	}
+	while (__atomic_load_n(&w.arrived, __ATOMIC_ACQUIRE) != n)
+		sched_yield();
+	fn(arg);
+	__atomic_store_n(&w.release, 1, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&w.left, __ATOMIC_ACQUIRE) != n)
+		rte_pause();
+	for (k = 0; k < eng.n; k++)
+		if (engines[k].looping)
+			while (!__atomic_load_n(&c[k].done, __ATOMIC_ACQUIRE))
+				rte_pause();
+	pthread_mutex_unlock(&eng.world);
+}
+
+/*
+ * Run @fn while no engine runs a pass, and wait for it: on the engine
+ * itself with one engine (between two passes), with every engine parked
+ * with several; in inline mode under the pass locks. What the change set
+ * in motion (a drain, a flush) then happens at once in inline mode, as it
+ * would on an engine lcore.
+ */
+int
+ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
+{
+	int i;
+
+	(void)dev;
+	if (!eng.launched) {
+		fn(arg);
+		return 0;
+	}
+	if (eng.n == 1)
+		engine_call(&engines[0], fn, arg);
+	else
+		world_stopped(fn, arg);
+	if (ib_engine_inline)
+		for (i = 0; i < IB_INLINE_PASSES && ib_engine_progress(); i++)
+			;
 	return 0;
 }
 
@@ -691,14 +927,16 @@ ib_engine_quiesce(struct ib_dev *dev)
 }
 
 static void
-remove_dev(void *arg)
+remove_shard(void *arg)
 {
+	struct ib_shard *sh = arg;
+	struct ib_engine *e = sh->eng;
 	uint32_t i;
 
-	for (i = 0; i < engine.ndev; i++)
-		if (engine.devs[i] == arg) {
-			ib_wake_unregister(arg, engine.epfd);
-			engine.devs[i] = engine.devs[--engine.ndev];
+	for (i = 0; i < e->nsh; i++)
+		if (e->sh[i] == sh) {
+			ib_wake_unregister(sh, e->epfd);
+			e->sh[i] = e->sh[--e->nsh];
 			break;
 		}
 }
@@ -706,15 +944,21 @@ remove_dev(void *arg)
 void
 ib_engine_detach(struct ib_dev *dev)
 {
-	if (dev->eng != NULL)
-		ib_engine_exec(dev, remove_dev, dev);
-	dev->eng = NULL;
+	uint32_t k;
+
+	if (!dev->attached)
+		return;
+	for (k = 0; k < dev->nsh; k++) {
+		engine_call(dev->sh[k].eng, remove_shard, &dev->sh[k]);
+		dev->sh[k].eng = NULL;
+	}
+	dev->attached = 0;
 }
 
 /*
  * dpib_inject(): a frame handed to the receive path as if the port had
- * delivered it (tests, fuzzing). Without a running engine it is processed
- * here, on the caller's thread.
+ * delivered it (tests, fuzzing), on engine 0. Without a running engine it
+ * is processed here, on the caller's thread.
  */
 int
 ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
@@ -730,40 +974,85 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 		return -EMSGSIZE;
 	}
 	memcpy(p, frame, len);
-	if (dev->eng == NULL || !engine.launched || ib_engine_inline) {
-		rte_spinlock_lock(&engine.run);
+	if (!dev->attached || !engines[0].looping || ib_engine_inline) {
+		uint32_t self = ib_self;
+
+		rte_spinlock_lock(&engines[0].run);
+		ib_self = 0;
 		ib_rx(dev, m);
 		ib_resp_flush_acks(dev);
 		ib_tx_flush(dev);
-		rte_spinlock_unlock(&engine.run);
+		ib_self = self;
+		rte_spinlock_unlock(&engines[0].run);
 		return 0;
 	}
 	while (rte_ring_mp_enqueue(dev->inject, m) != 0)
 		sched_yield();
-	engine_wake(&engine);
+	engine_wake(&engines[0]);
 	return 0;
 }
 
 /*
- * Inline mode: one engine pass over every device, from an application
- * call. A thread finding another one inside a pass does not wait.
+ * Inline mode: one pass of engine @e, from an application call. A thread
+ * finding another one inside the pass does not wait.
  */
-int
-ib_engine_progress(void)
+static int
+drive(struct ib_engine *e)
 {
-	struct ib_engine *e = &engine;
+	uint32_t self;
 	int work;
 
 	if (!rte_spinlock_trylock(&e->run))
 		return 0;
+	self = ib_self;
+	ib_self = e->id;
 	__atomic_store_n(&e->app_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
 	work = (int)passes(e);
+	ib_self = self;
 	rte_spinlock_unlock(&e->run);
 	return work;
 }
 
+/* One pass of every engine. */
+int
+ib_engine_progress(void)
+{
+	uint32_t k;
+	int work = 0;
+
+	for (k = 0; k < eng.n; k++)
+		work += drive(&engines[k]);
+	return work;
+}
+
+/* ... of the engine that owns @qp (a post). */
+int
+ib_engine_progress_qp(struct ib_qp *qp)
+{
+	return qp->sh != NULL && qp->sh->eng != NULL ? drive(qp->sh->eng) :
+						       ib_engine_progress();
+}
+
+/* ... of the engines whose QPs complete on @cq (a poll). */
+int
+ib_engine_progress_cq(struct ib_cq *cq)
+{
+	uint32_t feeds = cq->feeds, k;
+	int work = 0;
+
+	if (feeds == 0 || eng.n == 1)
+		return ib_engine_progress();
+	while (feeds != 0) {
+		k = (uint32_t)__builtin_ctz(feeds);
+		feeds &= feeds - 1;
+		if (k < eng.n)
+			work += drive(&engines[k]);
+	}
+	return work;
+}
+
 /*
- * At exit, keep the engine going a moment for devices on real links: the
+ * At exit, keep the engines going a moment for devices on real links: the
  * last ACKs of a finished exchange are then delivered before the port
  * closes (a memif peer loses what it has not read yet when the link goes).
  */
@@ -772,11 +1061,12 @@ linger(void)
 {
 	uint64_t hz = rte_get_tsc_hz(), end = rte_rdtsc() + hz / 1000 * 100;
 	uint64_t idle = rte_rdtsc();
-	uint32_t i;
+	uint32_t i, k;
 	int remote = 0;
 
-	for (i = 0; i < engine.ndev; i++)
-		remote |= !engine.devs[i]->conf.loopback;
+	for (k = 0; k < eng.n; k++)
+		for (i = 0; i < engines[k].nsh; i++)
+			remote |= !engines[k].sh[i]->dev->conf.loopback;
 	if (!remote)
 		return;
 	while (rte_rdtsc() < end && rte_rdtsc() - idle < hz / 1000 * 20) {
@@ -790,14 +1080,9 @@ linger(void)
 void
 ib_engine_shutdown(void)
 {
-	if (!engine.launched)
+	if (!eng.launched)
 		return;
 	linger();
-	engine.launched = 0;
-	if (!engine.looping)
-		return;
-	__atomic_store_n(&engine.stop, 1, __ATOMIC_RELEASE);
-	ring_efd(&engine);
-	rte_eal_wait_lcore(engine.lcore);
-	engine.looping = 0;
+	eng.launched = 0;
+	engines_stop(eng.n);
 }

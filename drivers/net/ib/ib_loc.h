@@ -179,27 +179,30 @@ int ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 
 /* ib_engine.c */
 int ib_engine_attach(struct ib_dev *dev);
+void ib_engine_place(struct ib_qp *qp);
 void ib_engine_detach(struct ib_dev *dev);
 int ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg);
 void ib_engine_quiesce(struct ib_dev *dev);
 void ib_engine_doorbell(struct ib_qp *qp);
+void ib_engine_nudge(struct ib_engine *e);
 void ib_engine_activate(struct ib_qp *qp);
 void ib_engine_forget(struct ib_qp *qp);
 int ib_qp_runnable(const struct ib_qp *qp);
-int ib_engine_poll(struct ib_dev *dev);
 int ib_engine_progress(void);
+int ib_engine_progress_qp(struct ib_qp *qp);
+int ib_engine_progress_cq(struct ib_cq *cq);
 extern int ib_engine_inline;
 
 /* ib_dev.c */
 int ib_af_packet_iface(const char *spec, char *name, size_t len);
 
 /* ib_wake.c: what wakes a sleeping engine */
-void ib_wake_open(struct ib_dev *dev);
-void ib_wake_close(struct ib_dev *dev);
-int ib_wake_register(struct ib_dev *dev, int epfd);
-void ib_wake_unregister(struct ib_dev *dev, int epfd);
-void ib_wake_arm(struct ib_dev *dev);
-void ib_wake_disarm(struct ib_dev *dev);
+void ib_wake_open(struct ib_shard *sh);
+void ib_wake_close(struct ib_shard *sh);
+int ib_wake_register(struct ib_shard *sh, int epfd);
+void ib_wake_unregister(struct ib_shard *sh, int epfd);
+void ib_wake_arm(struct ib_shard *sh);
+void ib_wake_disarm(struct ib_shard *sh);
 
 /* ib_tx.c: header templates, packets built, the transmit buffer */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,
@@ -211,7 +214,7 @@ void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,
 		int ackreq, uint32_t psn);
 uint16_t ib_udp_sport(uint32_t qpn);
 int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
-int ib_tx_room(const struct ib_dev *dev);
+int ib_tx_room(struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 int ib_capture_open(struct ib_dev *dev, const char *path);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
@@ -220,6 +223,7 @@ int ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h);
 
 /* ib_rx.c: receive validation and dispatch */
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
+void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 
 /* ib_icrc.c */
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);

@@ -26,6 +26,10 @@
  * call (rte_rdtsc() at init). Lookups and received frames use it, so time
  * stands still between two timer calls and deadlines are at most one
  * engine pass late. Tests drive time through ib_neigh_timer alone.
+ *
+ * With several engines, any of them may take in a neighbour frame or look
+ * up an address: the public entry points hold dev->neigh_lock (slow paths:
+ * a resolved header never asks). The timer runs on the engine of shard 0.
  */
 #include <errno.h>
 #include <string.h>
@@ -410,10 +414,12 @@ ib_neigh_timer(struct ib_dev *dev, uint64_t now)
 {
 	struct ib_neigh *nt = dev->neigh;
 
-	nt->now = now;
-	if (likely(now < nt->next_due))
+	__atomic_store_n(&nt->now, now, __ATOMIC_RELAXED);
+	if (likely(now < __atomic_load_n(&nt->next_due, __ATOMIC_RELAXED)))
 		return;
+	rte_spinlock_lock(&dev->neigh_lock);
 	neigh_scan(dev, nt);
+	rte_spinlock_unlock(&dev->neigh_lock);
 }
 
 /* When the table next needs the engine (TSC; UINT64_MAX: never). */
@@ -443,13 +449,18 @@ static int neigh_state(struct ib_dev *dev, uint32_t ip, const uint8_t *ip6,
 int
 ib_neigh_lookup(struct ib_dev *dev, uint32_t ip, struct rte_ether_addr *mac)
 {
+	int ret;
+
 	if (!ip_unicast(ip))
 		return -EINVAL;
 	if (ip == dev->conf.ip) {
 		rte_ether_addr_copy(&dev->mac, mac);
 		return 0;
 	}
-	return neigh_state(dev, ip, NULL, mac);
+	rte_spinlock_lock(&dev->neigh_lock);
+	ret = neigh_state(dev, ip, NULL, mac);
+	rte_spinlock_unlock(&dev->neigh_lock);
+	return ret;
 }
 
 /* The answer of the table for an address other than ours. */
@@ -486,13 +497,18 @@ int
 ib_neigh_lookup6(struct ib_dev *dev, const uint8_t ip6[16],
 		 struct rte_ether_addr *mac)
 {
+	int ret;
+
 	if (!dev->conf.has_ip6 || !ip6_unicast(ip6))
 		return -EINVAL;
 	if (memcmp(ip6, dev->conf.ip6, 16) == 0) {
 		rte_ether_addr_copy(&dev->mac, mac);
 		return 0;
 	}
-	return neigh_state(dev, fold6(ip6), ip6, mac);
+	rte_spinlock_lock(&dev->neigh_lock);
+	ret = neigh_state(dev, fold6(ip6), ip6, mac);
+	rte_spinlock_unlock(&dev->neigh_lock);
+	return ret;
 }
 
 /*
@@ -725,8 +741,8 @@ done:
  * Take @m when it is ARP or Neighbor Discovery on the device's VLAN (or
  * untagged on a device without one); 0 leaves it to the caller.
  */
-int
-ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m)
+static int
+neigh_rx(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	struct rte_ether_hdr eth_buf;
 	struct rte_arp_hdr arp_buf;
@@ -767,6 +783,17 @@ ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m)
 		arp_process(dev, &eth->dst_addr, arp);
 	rte_pktmbuf_free(m);
 	return 1;
+}
+
+int
+ib_neigh_rx(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	int ret;
+
+	rte_spinlock_lock(&dev->neigh_lock);
+	ret = neigh_rx(dev, m);
+	rte_spinlock_unlock(&dev->neigh_lock);
+	return ret;
 }
 
 /* RFC 5227 announcement: a request whose sender and target are us. */

@@ -244,6 +244,11 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 	qp->cap.max_inline_data = qp->max_inline;
 	*cap = qp->cap;
 
+	/* The engines run from the device's first QP on. */
+	err = ib_engine_attach(dev);
+	if (err)
+		goto free_swqe;
+	err = ENOMEM;
 	rte_spinlock_lock(&dev->ctl_lock);
 	for (i = 0, qpn = 0; i < IB_MAX_QP - IB_QPN_BASE; i++) {
 		qpn = IB_QPN_BASE + (dev->next_qpn + i) % (IB_MAX_QP - IB_QPN_BASE);
@@ -257,15 +262,10 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 	dev->next_qpn = qpn - IB_QPN_BASE + 1;
 	qp->ibv.qp_num = qpn;
 	qp->udp_sport = ib_udp_sport(qpn);
+	ib_engine_place(qp);
 	__atomic_store_n(&dev->qp_tbl[qpn], qp, __ATOMIC_RELEASE);
 	dev->nqp++;
 	rte_spinlock_unlock(&dev->ctl_lock);
-
-	err = ib_engine_attach(dev);
-	if (err) {
-		ib_qp_destroy(qp);
-		return err;
-	}
 	*out = qp;
 	return 0;
 
@@ -602,6 +602,7 @@ ib_qp_free(struct ib_qp *qp)
 
 	rte_spinlock_lock(&dev->ctl_lock);
 	dev->nqp--;
+	qp->sh->nqp--;
 	rte_spinlock_unlock(&dev->ctl_lock);
 	rte_free(qp->swqe);
 	ib_queue_free(&qp->rq);

@@ -116,27 +116,28 @@ ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 static void
 ack_coalesce(struct ib_qp *qp, uint32_t psn)
 {
-	struct ib_dev *dev = qp->dev;
+	struct ib_shard *sh = qp->sh;
 
 	qp->resp.ack_psn = psn;
 	if (!qp->resp.ack_pending) {
 		qp->resp.ack_pending = 1;
-		dev->ack_qps[dev->nack++] = qp;
+		sh->ack_qps[sh->nack++] = qp;
 	}
 }
 
 void
 ib_resp_flush_acks(struct ib_dev *dev)
 {
+	struct ib_shard *sh = ib_sh(dev);
 	uint32_t i;
 
 	/* A QP still owing READ or atomic responses sends its ACK after them
 	 * (ib_resp_run): responses leave in PSN order.
 	 */
-	for (i = 0; i < dev->nack; i++)
-		if (dev->ack_qps[i]->resp.rd_head == dev->ack_qps[i]->resp.rd_tail)
-			ack_flush(dev->ack_qps[i]);
-	dev->nack = 0;
+	for (i = 0; i < sh->nack; i++)
+		if (sh->ack_qps[i]->resp.rd_head == sh->ack_qps[i]->resp.rd_tail)
+			ack_flush(sh->ack_qps[i]);
+	sh->nack = 0;
 }
 
 static enum resp_state

@@ -109,19 +109,54 @@ rx_deliver(struct ib_dev *dev, struct ib_qp *qp, struct ib_pkt *p)
 		ib_resp_rx(qp, p);
 }
 
-/* A UD packet to a multicast group: one copy per attached QP. */
+/*
+ * Another engine owns the QP: the frame, validated, goes to it through its
+ * shard's hand-off ring (a full ring drops it, as a full receive queue
+ * would). Returns 1 when the frame left (or was dropped).
+ */
+static int
+rx_handoff(struct ib_dev *dev, struct ib_shard *to, struct rte_mbuf *m)
+{
+	if (likely(rte_ring_mp_enqueue(to->handoff, m) == 0)) {
+		ib_count(dev, IB_CNT_RX_HANDOFF);
+		if (to->eng != NULL)
+			ib_engine_nudge(to->eng);
+		return 1;
+	}
+	ib_count(dev, IB_CNT_RX_HANDOFF_DROP);
+	rte_pktmbuf_free(m);
+	return 1;
+}
+
+/*
+ * A UD packet to a multicast group: one copy per attached QP. Members on
+ * other engines get the frame itself (a reference each engine), and
+ * deliver to their own members only.
+ */
 static void
-rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn, struct ib_pkt *p)
+rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn, struct ib_pkt *p,
+	     struct rte_mbuf *m, int handed)
 {
 	struct ib_mcast_group *g = ib_mcast_lookup(dev, ip);
-	uint32_t i;
+	struct ib_shard *self = ib_sh(dev);
+	uint32_t i, others = 0;
 
 	if (qpn != IB_QPN_MASK || !(p->mask & IB_M_UD) || g == NULL) {
 		ib_count(dev, IB_CNT_RX_MCAST_NO_GROUP);
 		return;
 	}
-	for (i = 0; i < g->nqp; i++)
-		rx_deliver(dev, g->qps[i], p);
+	for (i = 0; i < g->nqp; i++) {
+		if (g->qps[i]->sh == self)
+			rx_deliver(dev, g->qps[i], p);
+		else if (!handed)
+			others |= 1u << g->qps[i]->sh->id;
+	}
+	while (others != 0) {
+		i = (uint32_t)__builtin_ctz(others);
+		others &= others - 1;
+		rte_mbuf_refcnt_update(m, 1);
+		rx_handoff(dev, &dev->sh[i], m);
+	}
 }
 
 /*
@@ -222,10 +257,11 @@ rx_is_neigh(const uint8_t *l3, uint32_t room, uint16_t type)
  * validation) after the RoCEv2 encapsulation (802.1Q tag, IPv4 or IPv6,
  * UDP): length against the opcode table, ICRC, transport version, P_Key,
  * destination QP, QP type and state; then the packet goes to the
- * responder or the completer.
+ * responder or the completer, on the engine that owns the QP. A frame
+ * @handed over by another engine passed the checks up to the QP there.
  */
-void
-ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
+static void
+rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 {
 	const struct ib_opcode_info *info;
 	const struct ib_bth *b;
@@ -235,7 +271,8 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	uint16_t type = 0;
 	uint8_t *p, *l3, *bth;
 
-	ib_count(dev, IB_CNT_RX_PKTS);
+	if (likely(!handed))
+		ib_count(dev, IB_CNT_RX_PKTS);
 	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m) != 0)
 		goto drop_len;
 	p = rte_pktmbuf_mtod(m, uint8_t *);
@@ -244,7 +281,8 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	if (unlikely(off == 0))
 		goto free;
 	l3 = p + off;
-	if (unlikely(rx_is_neigh(l3, len - off, type)) && ib_neigh_rx(dev, m))
+	if (unlikely(rx_is_neigh(l3, len - off, type)) && !handed &&
+	    ib_neigh_rx(dev, m))
 		return;
 	if (likely(type == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4))) {
 		l3len = IP_LEN;
@@ -271,10 +309,12 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	if (udplen < UDP_LEN + info->length + IB_ICRC_LEN + bth_pad(b))
 		goto drop_len;
 	memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN, IB_ICRC_LEN);
-	crc = ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
-	if (crc != rte_le_to_cpu_32(wire_crc)) {
-		ib_count(dev, IB_CNT_RX_BAD_ICRC);
-		goto free;
+	if (likely(!handed)) {
+		crc = ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
+		if (crc != rte_le_to_cpu_32(wire_crc)) {
+			ib_count(dev, IB_CNT_RX_BAD_ICRC);
+			goto free;
+		}
 	}
 	if (bth_tver(b) != 0) {
 		ib_count(dev, IB_CNT_RX_BAD_VERSION);
@@ -294,13 +334,19 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 	if (unlikely(l3len == IP_LEN &&
 		     ib_ipv4_is_mcast(((struct rte_ipv4_hdr *)l3)->dst_addr))) {
 		rx_multicast(dev, ((struct rte_ipv4_hdr *)l3)->dst_addr, qpn,
-			     &pkt);
+			     &pkt, m, handed);
 		goto free;
 	}
 	qp = qpn < IB_MAX_QP ?
 		__atomic_load_n(&dev->qp_tbl[qpn], __ATOMIC_ACQUIRE) : NULL;
 	if (qp == NULL) {
 		ib_count(dev, IB_CNT_RX_NO_QP);
+		goto free;
+	}
+	if (unlikely(qp->sh != ib_sh(dev))) {
+		if (!handed && rx_handoff(dev, qp->sh, m))
+			return;
+		ib_count(dev, IB_CNT_RX_NO_QP);	/* destroyed and reused */
 		goto free;
 	}
 	/* An ACK, a NAK or a response for a QP that waited: it may send. */
@@ -316,4 +362,17 @@ drop_len:
 	ib_count(dev, IB_CNT_RX_BAD_LEN);
 free:
 	rte_pktmbuf_free(m);
+}
+
+void
+ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	rx_frame(dev, m, 0);
+}
+
+/* A frame another engine took in for one of this engine's QPs. */
+void
+ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	rx_frame(dev, m, 1);
 }

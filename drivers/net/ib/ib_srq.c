@@ -38,6 +38,7 @@ ib_srq_create(struct ib_dev *dev, struct ibv_srq_init_attr *init,
 	srq->dev = dev;
 	srq->max_wr = srq->q.size;
 	rte_spinlock_init(&srq->post_lock);
+	rte_spinlock_init(&srq->take_lock);
 	a->max_wr = srq->max_wr;
 	a->max_sge = srq->max_sge;
 	*out = srq;
@@ -125,9 +126,8 @@ ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	return err;
 }
 
-/* Engine: take the next receive WQE; -ENOENT when the SRQ is empty. */
-int
-ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out)
+static int
+srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out)
 {
 	struct ib_recv_wqe *w;
 
@@ -138,4 +138,22 @@ ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out)
 	ib_queue_consume(&srq->q, srq->q.cons + 1);
 	srq_check_limit(srq);
 	return 0;
+}
+
+/*
+ * Engine: take the next receive WQE; -ENOENT when the SRQ is empty. QPs
+ * of several engines on one SRQ make them consumers of one queue: then
+ * one at a time.
+ */
+int
+ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out)
+{
+	int ret;
+
+	if (likely(!srq->shared))
+		return srq_take(srq, out);
+	rte_spinlock_lock(&srq->take_lock);
+	ret = srq_take(srq, out);
+	rte_spinlock_unlock(&srq->take_lock);
+	return ret;
 }

@@ -288,9 +288,9 @@ ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn, int ackreq,
 }
 
 int
-ib_tx_room(const struct ib_dev *dev)
+ib_tx_room(struct ib_dev *dev)
 {
-	return IB_TX_PENDING - dev->tx_n;
+	return IB_TX_PENDING - ib_sh(dev)->tx_n;
 }
 
 /*
@@ -337,7 +337,7 @@ capture(struct ib_dev *dev, struct rte_mbuf **m, uint16_t n)
  * that may never come. The transport's timers resend what matters.
  */
 static int
-link_down(struct ib_dev *dev)
+link_down(struct ib_dev *dev, struct ib_shard *sh)
 {
 	struct rte_eth_link link;
 	uint32_t i;
@@ -345,44 +345,53 @@ link_down(struct ib_dev *dev)
 	if (rte_eth_link_get_nowait(dev->port_id, &link) != 0 ||
 	    link.link_status != RTE_ETH_LINK_DOWN)
 		return 0;
-	for (i = 0; i < dev->tx_n; i++)
-		rte_pktmbuf_free(dev->tx_pending[i]);
-	dev->cnt[IB_CNT_TX_DROP_LINK_DOWN] += dev->tx_n;
-	dev->tx_n = 0;
-	dev->tx_clean = 0;
+	for (i = 0; i < sh->tx_n; i++)
+		rte_pktmbuf_free(sh->tx_pending[i]);
+	sh->cnt[IB_CNT_TX_DROP_LINK_DOWN] += sh->tx_n;
+	sh->tx_n = 0;
+	sh->tx_clean = 0;
 	return 1;
 }
 
+/* The frames this thread's engine queued on @dev, to its queue pair. */
 void
 ib_tx_flush(struct ib_dev *dev)
 {
+	struct ib_shard *sh = ib_sh(dev);
 	uint16_t sent;
 
 	if (unlikely(dev->fault != NULL)) {
-		/* Frames a port refused earlier were faulted already. */
-		dev->tx_n = dev->tx_clean +
-			    ib_fault_apply(dev, dev->tx_pending + dev->tx_clean,
-					   dev->tx_n - dev->tx_clean,
-					   IB_TX_PENDING - dev->tx_clean);
+		/* Frames a port refused earlier were faulted already. The
+		 * fault state is the device's: one engine at a time.
+		 */
+		rte_spinlock_lock(&dev->dbg_lock);
+		sh->tx_n = sh->tx_clean +
+			   ib_fault_apply(dev, sh->tx_pending + sh->tx_clean,
+					  sh->tx_n - sh->tx_clean,
+					  IB_TX_PENDING - sh->tx_clean);
+		rte_spinlock_unlock(&dev->dbg_lock);
 	}
-	if (dev->tx_n == 0)
+	if (sh->tx_n == 0)
 		return;
 	/* Before the port owns them (it may free them at once); frames it
 	 * refuses stay at the head, already recorded.
 	 */
-	if (unlikely(dev->capture != NULL) && dev->tx_n > dev->tx_clean)
-		capture(dev, dev->tx_pending + dev->tx_clean,
-			(uint16_t)(dev->tx_n - dev->tx_clean));
-	sent = rte_eth_tx_burst(dev->port_id, 0, dev->tx_pending,
-				(uint16_t)dev->tx_n);
-	if (unlikely(sent == 0) && link_down(dev))
+	if (unlikely(dev->capture != NULL) && sh->tx_n > sh->tx_clean) {
+		rte_spinlock_lock(&dev->dbg_lock);
+		capture(dev, sh->tx_pending + sh->tx_clean,
+			(uint16_t)(sh->tx_n - sh->tx_clean));
+		rte_spinlock_unlock(&dev->dbg_lock);
+	}
+	sent = rte_eth_tx_burst(dev->port_id, sh->queue, sh->tx_pending,
+				(uint16_t)sh->tx_n);
+	if (unlikely(sent == 0) && link_down(dev, sh))
 		return;
-	dev->cnt[IB_CNT_TX_PKTS] += sent;
-	if (sent < dev->tx_n)
-		memmove(dev->tx_pending, dev->tx_pending + sent,
-			(dev->tx_n - sent) * sizeof(dev->tx_pending[0]));
-	dev->tx_n -= sent;
-	dev->tx_clean = dev->tx_n;
+	sh->cnt[IB_CNT_TX_PKTS] += sent;
+	if (sent < sh->tx_n)
+		memmove(sh->tx_pending, sh->tx_pending + sent,
+			(sh->tx_n - sent) * sizeof(sh->tx_pending[0]));
+	sh->tx_n -= sent;
+	sh->tx_clean = sh->tx_n;
 }
 
 /*
@@ -393,15 +402,17 @@ ib_tx_flush(struct ib_dev *dev)
 int
 ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
 {
-	if (dev->tx_n >= IB_TX_BURST)
+	struct ib_shard *sh = ib_sh(dev);
+
+	if (sh->tx_n >= IB_TX_BURST)
 		ib_tx_flush(dev);
-	if (unlikely(dev->tx_n == IB_TX_PENDING)) {
-		ib_count(dev, IB_CNT_TX_DROP_FULL);
+	if (unlikely(sh->tx_n == IB_TX_PENDING)) {
+		sh->cnt[IB_CNT_TX_DROP_FULL]++;
 		rte_pktmbuf_free(m);
 		return -ENOBUFS;
 	}
-	dev->tx_pending[dev->tx_n++] = m;
-	dev->tx_queued++;
+	sh->tx_pending[sh->tx_n++] = m;
+	sh->tx_queued++;
 	return 0;
 }
 

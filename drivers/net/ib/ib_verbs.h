@@ -126,6 +126,13 @@ struct ib_cq {
 	 */
 	uint64_t *ts;
 	uint64_t last_ts;		/* engine: keeps ts monotonic */
+	/* QPs of more than one engine complete here: producers take
+	 * prod_lock (set by the control path before such a QP can run).
+	 */
+	uint8_t shared;
+	uint8_t home;			/* shard + 1 of its first QP, or 0 */
+	uint16_t feeds;			/* shards with a QP completing here */
+	rte_spinlock_t prod_lock;
 	struct ib_queue q;	/* of struct ibv_wc; engine produces */
 	/* Application threads only: kept off the engine's lines. */
 	rte_spinlock_t poll_lock __rte_cache_aligned;
@@ -214,6 +221,10 @@ struct ib_srq {
 	uint32_t refcnt;		/* QPs attached */
 	struct ib_evq *async;
 	uint32_t events_reported;
+	/* QPs of more than one engine take from it: under take_lock. */
+	uint8_t shared;
+	uint16_t feeds;			/* shards with a QP attached */
+	rte_spinlock_t take_lock;
 };
 
 /*
@@ -406,6 +417,7 @@ struct ib_qp {
 		struct ibv_qp_ex ibv_ex;	/* ibv_create_qp_ex */
 	};
 	struct ib_dev *dev;
+	struct ib_shard *sh;	/* the engine that owns it, on dev */
 	struct ib_cq *scq, *rcq;
 
 	/* Post path (application threads). */
@@ -479,6 +491,35 @@ struct ib_mcast_group {
 	struct ib_qp *qps[IB_MAX_MCAST_QPS];
 };
 
+/*
+ * A device's share of one engine: the QPs that engine owns on the device,
+ * their run lists, its receive and transmit queue pair on the port and
+ * what it queued for transmission, and its counters. Only that engine
+ * touches it (doorbells and hand-offs arrive through the rings), so none
+ * of it is shared between cores.
+ */
+struct ib_shard {
+	struct ib_dev *dev;
+	struct ib_engine *eng;		/* NULL until an engine serves it */
+	uint16_t queue;			/* its RX/TX queue pair on the port */
+	uint16_t id;			/* == the engine's id */
+	uint32_t nqp;			/* QPs placed here (control path) */
+	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
+	struct rte_ring *handoff;	/* frames other engines took in for
+					 * its QPs, MP/SC */
+	struct ib_wake wake;		/* a frame arrived: wake the engine */
+	struct ib_qp_list active;
+	struct ib_qp_list waiting;	/* QPs that wait for ACKs or timers */
+	uint32_t nactive;
+	uint32_t nack;
+	uint32_t tx_n;
+	uint32_t tx_clean;		/* tx_pending frames already faulted */
+	uint64_t tx_queued;		/* frames ever queued: the engine's work */
+	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
+	struct rte_mbuf *tx_pending[IB_TX_PENDING];
+	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
+} __rte_cache_aligned;
+
 struct ib_dev {
 	struct ib_dev_conf conf;
 	uint16_t port_id;
@@ -488,7 +529,8 @@ struct ib_dev {
 	uint64_t guid;		/* network order, EUI-64 from the MAC */
 	enum ibv_mtu active_mtu;
 	struct rte_mempool *pool;
-	struct ib_engine *eng;
+	uint32_t nsh;		/* shards: engines with a queue pair here */
+	int attached;		/* its shards are on their engines */
 
 	/* Resource tables (control path, under ctl_lock). */
 	rte_spinlock_t ctl_lock;
@@ -500,29 +542,34 @@ struct ib_dev {
 	uint32_t next_mr;
 	uint32_t nmw;			/* memory windows allocated */
 
-	/* Engine side. */
-	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
+	/* Engine side, shared by its engines (slow paths, under locks). */
 	struct rte_ring *inject;	/* frames from dpib_inject(), MP/SC */
-	struct rte_mbuf *tx_pending[IB_TX_PENDING];
-	uint32_t tx_n;
-	uint64_t tx_queued;		/* frames ever queued: the engine's work */
-	struct ib_qp_list active;
-	struct ib_qp_list waiting;	/* QPs that wait for ACKs or timers */
-	uint32_t nactive;
-	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct ib_mcast_group mcast[IB_MAX_MCAST_GRP];
 	FILE *capture;			/* DPIB_CAPTURE: frames sent, pcap */
 	struct ib_fault *fault;		/* fault injection, or NULL */
-	uint32_t tx_clean;		/* tx_pending frames already faulted */
-	uint32_t nack;
-	uint64_t cnt[IB_CNT_NUM];
+	rte_spinlock_t dbg_lock;	/* capture and fault, across engines */
+	rte_spinlock_t neigh_lock;	/* the table, across engines */
 	struct ib_dev *next;
 	struct ib_neigh *neigh;		/* ARP/ND table (ib_neigh.c) */
 	uint32_t neigh_gen;		/* bumped when a learned MAC changes */
 	struct ib_dcqcn_dev dcqcn;	/* DCQCN timers, line rate */
-	struct ib_wake wake;		/* a frame arrived: wake the engine */
 	int rx_intr;			/* port configured with Rx interrupts */
+
+	struct ib_shard sh[IB_MAX_ENGINES];
 };
+
+/*
+ * The engine whose pass this thread runs (0 outside passes: control calls
+ * run while no engine does, or on engine 0's behalf).
+ */
+extern __thread uint32_t ib_self;
+
+/* This thread's shard of @dev: what it transmits on, what it counts in. */
+static inline struct ib_shard *
+ib_sh(struct ib_dev *dev)
+{
+	return &dev->sh[ib_self];
+}
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)
 { return container_of(q, struct ib_qp, ibv); }
@@ -628,7 +675,19 @@ ib_ipv4_is_mcast(uint32_t ip_be)
 static inline void
 ib_count(struct ib_dev *dev, enum ib_counter c)
 {
-	dev->cnt[c]++;
+	ib_sh(dev)->cnt[c]++;
+}
+
+/* A counter summed over the device's shards (control path). */
+static inline uint64_t
+ib_count_read(const struct ib_dev *dev, enum ib_counter c)
+{
+	uint64_t v = 0;
+	uint32_t i;
+
+	for (i = 0; i < IB_MAX_ENGINES; i++)
+		v += __atomic_load_n(&dev->sh[i].cnt[c], __ATOMIC_RELAXED);
+	return v;
 }
 
 #endif

@@ -77,7 +77,7 @@ tap_open(struct ib_wake *w, const char *iface)
  * without one as an error; here that is an answer, so it is not logged.
  */
 static int
-rx_intr_fd(uint16_t port)
+rx_intr_fd(uint16_t port, uint16_t queue)
 {
 	int type = rte_log_register("lib.ethdev");
 	int level = type >= 0 ? rte_log_get_level(type) : -1;
@@ -85,17 +85,22 @@ rx_intr_fd(uint16_t port)
 
 	if (level >= 0)
 		rte_log_set_level(type, RTE_LOG_CRIT);
-	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, 0);
+	fd = rte_eth_dev_rx_intr_ctl_q_get_fd(port, queue);
 	if (level >= 0)
 		rte_log_set_level(type, (uint32_t)level);
 	return fd;
 }
 
-/* After the port started: find the device's wake-up, if it has one. */
+/*
+ * After the port started: find the shard's wake-up, if it has one: its
+ * queue's interrupt, or the packet tap (which hears every queue's frames:
+ * shard 0's alone, the others nap).
+ */
 void
-ib_wake_open(struct ib_dev *dev)
+ib_wake_open(struct ib_shard *sh)
 {
-	struct ib_wake *w = &dev->wake;
+	struct ib_dev *dev = sh->dev;
+	struct ib_wake *w = &sh->wake;
 	char iface[IF_NAMESIZE];
 	int fd;
 
@@ -103,40 +108,41 @@ ib_wake_open(struct ib_dev *dev)
 	w->fd = -1;
 	if (dev->conf.loopback)
 		return;		/* nothing arrives from outside */
-	fd = dev->rx_intr ? rx_intr_fd(dev->port_id) : -1;
+	fd = dev->rx_intr ? rx_intr_fd(dev->port_id, sh->queue) : -1;
 	if (fd >= 0) {
 		w->kind = IB_WAKE_RX_INTR;
 		w->fd = fd;
 		return;
 	}
-	if (ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) == 0 &&
+	if (sh->id == 0 &&
+	    ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) == 0 &&
 	    tap_open(w, iface) != 0)
 		IB_LOG(NOTICE, "%s: no packet tap on %s; the engine naps "
 		       "instead of sleeping", dev->conf.name, iface);
 }
 
 void
-ib_wake_close(struct ib_dev *dev)
+ib_wake_close(struct ib_shard *sh)
 {
-	if (dev->wake.kind == IB_WAKE_TAP)
-		close(dev->wake.fd);
-	dev->wake.kind = IB_WAKE_NONE;
-	dev->wake.fd = -1;
+	if (sh->wake.kind == IB_WAKE_TAP)
+		close(sh->wake.fd);
+	sh->wake.kind = IB_WAKE_NONE;
+	sh->wake.fd = -1;
 }
 
-/* Join the engine's epoll set (engine side, once per device). */
+/* Join the engine's epoll set (engine side, once per shard). */
 int
-ib_wake_register(struct ib_dev *dev, int epfd)
+ib_wake_register(struct ib_shard *sh, int epfd)
 {
-	struct ib_wake *w = &dev->wake;
+	struct ib_wake *w = &sh->wake;
 
 	switch (w->kind) {
 	case IB_WAKE_RX_INTR:
-		return rte_eth_dev_rx_intr_ctl_q(dev->port_id, 0, epfd,
-						 RTE_INTR_EVENT_ADD, dev);
+		return rte_eth_dev_rx_intr_ctl_q(sh->dev->port_id, sh->queue,
+						 epfd, RTE_INTR_EVENT_ADD, sh);
 	case IB_WAKE_TAP:
 		w->ev.epdata.event = EPOLLIN;
-		w->ev.epdata.data = dev;
+		w->ev.epdata.data = sh;
 		return rte_epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &w->ev);
 	default:
 		return 0;
@@ -144,36 +150,36 @@ ib_wake_register(struct ib_dev *dev, int epfd)
 }
 
 void
-ib_wake_unregister(struct ib_dev *dev, int epfd)
+ib_wake_unregister(struct ib_shard *sh, int epfd)
 {
-	struct ib_wake *w = &dev->wake;
+	struct ib_wake *w = &sh->wake;
 
 	if (w->kind == IB_WAKE_RX_INTR)
-		rte_eth_dev_rx_intr_ctl_q(dev->port_id, 0, epfd,
-					  RTE_INTR_EVENT_DEL, dev);
+		rte_eth_dev_rx_intr_ctl_q(sh->dev->port_id, sh->queue, epfd,
+					  RTE_INTR_EVENT_DEL, sh);
 	else if (w->kind == IB_WAKE_TAP)
 		rte_epoll_ctl(epfd, EPOLL_CTL_DEL, w->fd, &w->ev);
 }
 
 void
-ib_wake_arm(struct ib_dev *dev)
+ib_wake_arm(struct ib_shard *sh)
 {
-	if (dev->wake.kind == IB_WAKE_RX_INTR)
-		rte_eth_dev_rx_intr_enable(dev->port_id, 0);
-	else if (dev->wake.kind == IB_WAKE_TAP)
-		tap_filter(dev->wake.fd, 1);
+	if (sh->wake.kind == IB_WAKE_RX_INTR)
+		rte_eth_dev_rx_intr_enable(sh->dev->port_id, sh->queue);
+	else if (sh->wake.kind == IB_WAKE_TAP)
+		tap_filter(sh->wake.fd, 1);
 }
 
 void
-ib_wake_disarm(struct ib_dev *dev)
+ib_wake_disarm(struct ib_shard *sh)
 {
 	char b[64];
 
-	if (dev->wake.kind == IB_WAKE_RX_INTR) {
-		rte_eth_dev_rx_intr_disable(dev->port_id, 0);
-	} else if (dev->wake.kind == IB_WAKE_TAP) {
-		tap_filter(dev->wake.fd, 0);
-		while (recv(dev->wake.fd, b, sizeof(b), MSG_DONTWAIT |
+	if (sh->wake.kind == IB_WAKE_RX_INTR) {
+		rte_eth_dev_rx_intr_disable(sh->dev->port_id, sh->queue);
+	} else if (sh->wake.kind == IB_WAKE_TAP) {
+		tap_filter(sh->wake.fd, 0);
+		while (recv(sh->wake.fd, b, sizeof(b), MSG_DONTWAIT |
 			    MSG_TRUNC) >= 0)
 			;	/* the doorbell rang; the frames are the port's */
 	}
