@@ -335,6 +335,31 @@ dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 }
 
 int
+dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st, int n)
+{
+	struct ib_dev *hw = ctx_hw(ctx);
+	int k, m = (int)hca_engines(hw);
+
+	for (k = 0; st != NULL && k < n && k < m; k++) {
+		struct hca_engine_stats h;
+
+		hca_engine_stats(hw, (uint32_t)k, &h);
+		st[k] = (struct dpib_engine_stats){
+			.qps = h.qps, .queue = h.queue,
+			.rx_packets = h.rx_packets, .tx_packets = h.tx_packets,
+			.rx_handed = h.rx_handed, .cycles = h.cycles,
+		};
+	}
+	return m;
+}
+
+int
+dpib_qp_engine(struct ibv_qp *qp)
+{
+	return (int)hca_qp_engine(qp);
+}
+
+int
 dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len)
 {
 	int ret = ib_inject(ctx_hw(ctx), frame, len);

@@ -56,6 +56,32 @@ int dpib_mbufs_in_use(struct ibv_context *ctx);
 int dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 		     uint32_t *eth_mtu);
 
+/** What one engine does on a device (dpib_engine_stats). */
+struct dpib_engine_stats {
+	uint32_t qps;		/**< QPs of the device placed on it */
+	uint32_t queue;		/**< its RX/TX queue pair on the port */
+	uint64_t rx_packets;	/**< frames it took in from its queue */
+	uint64_t tx_packets;	/**< frames it sent on its queue */
+	uint64_t rx_handed;	/**< ... of rx_packets, for another engine */
+	uint64_t cycles;	/**< TSC spent in passes that did work */
+};
+
+/**
+ * A device's share of each engine ([engine] engines): fills up to @p n
+ * entries, one per engine serving the device.
+ *
+ * @return the number of engines serving the device (1 with one engine or a
+ *         port with one queue pair), or -1 with errno set.
+ */
+int dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st,
+		      int n);
+
+/**
+ * The engine that owns a QP (0 .. engines - 1): the one that runs its
+ * transport and whose passes an inline-mode post or poll drives.
+ */
+int dpib_qp_engine(struct ibv_qp *qp);
+
 /**
  * Hand a raw Ethernet frame to a device's receive path as if its port had
  * delivered it. For tests and fuzzing: frames from scapy, replays of

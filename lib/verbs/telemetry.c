@@ -10,6 +10,7 @@
  *   /dpib/counters,<device>    every counter of dpib_counters(), and
  *                              mbufs_in_use
  *   /dpib/info,<device>        port, addresses, MTUs, engine lcore
+ *   /dpib/engines,<device>     per engine: its QPs, queue, frames, cycles
  *   /dpib/cc,<device>          congestion control, paced QPs' rates
  *
  * Callbacks run on the telemetry thread; counters are read with relaxed
@@ -94,7 +95,41 @@ tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_int(t, "eth_mtu", (int)c->mtu);
 	rte_tel_data_add_dict_int(t, "active_mtu", (int)hca_active_mtu(hw));
 	rte_tel_data_add_dict_int(t, "engine_lcore", c->lcore);
+	rte_tel_data_add_dict_int(t, "engines", (int)hca_engines(hw));
 	rte_tel_data_add_dict_int(t, "loopback", c->loopback);
+	return 0;
+}
+
+/* Each engine's share of the device: "engine_<k>" -> its figures. */
+static int
+tel_engines(const char *cmd, const char *params, struct rte_tel_data *t)
+{
+	struct ib_dev *hw = dev_by_name(params);
+	struct hca_engine_stats st;
+	struct rte_tel_data *e;
+	uint32_t k, n;
+	char key[32];
+
+	(void)cmd;
+	if (hw == NULL)
+		return -EINVAL;
+	n = hca_engines(hw);
+	rte_tel_data_start_dict(t);
+	for (k = 0; k < n; k++) {
+		e = rte_tel_data_alloc();
+		if (e == NULL)
+			return -ENOMEM;
+		hca_engine_stats(hw, k, &st);
+		rte_tel_data_start_dict(e);
+		rte_tel_data_add_dict_u64(e, "qps", st.qps);
+		rte_tel_data_add_dict_u64(e, "queue", st.queue);
+		rte_tel_data_add_dict_u64(e, "rx_packets", st.rx_packets);
+		rte_tel_data_add_dict_u64(e, "tx_packets", st.tx_packets);
+		rte_tel_data_add_dict_u64(e, "rx_handed", st.rx_handed);
+		rte_tel_data_add_dict_u64(e, "cycles", st.cycles);
+		snprintf(key, sizeof(key), "engine_%u", k);
+		rte_tel_data_add_dict_container(t, key, e, 0);
+	}
 	return 0;
 }
 
@@ -142,6 +177,9 @@ dpib_telemetry_register(void)
 				   "device name");
 	rte_telemetry_register_cmd("/dpib/info", tel_info,
 				   "A dpib device's port and addresses. "
+				   "Parameter: device name");
+	rte_telemetry_register_cmd("/dpib/engines", tel_engines,
+				   "What each engine does on a dpib device. "
 				   "Parameter: device name");
 	rte_telemetry_register_cmd("/dpib/cc", tel_cc,
 				   "A dpib device's congestion control and the "

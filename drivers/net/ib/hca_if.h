@@ -86,6 +86,14 @@ uint32_t hca_cc_line_mbps(const struct ib_dev *dev);
 int hca_counters(struct ib_dev *dev, const char *const **names,
 		 uint64_t *values, int n);
 int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
+struct hca_engine_stats {
+	uint32_t qps, queue;
+	uint64_t rx_packets, tx_packets, rx_handed, cycles;
+};
+uint32_t hca_engines(const struct ib_dev *dev);
+void hca_engine_stats(const struct ib_dev *dev, uint32_t k,
+		      struct hca_engine_stats *st);
+uint32_t hca_qp_engine(struct ibv_qp *qp);
 uint32_t ib_dcqcn_rates(struct ib_dev *dev, uint32_t *qpn, uint32_t *mbps,
 			uint32_t max);
 

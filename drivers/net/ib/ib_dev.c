@@ -590,6 +590,38 @@ hca_cc_line_mbps(const struct ib_dev *dev)
  * The device's counters: their names (static) and up to @n values, each
  * read whole (the set is not a snapshot). Returns how many exist.
  */
+uint32_t
+hca_engines(const struct ib_dev *dev)
+{
+	return dev->nsh;
+}
+
+void
+hca_engine_stats(const struct ib_dev *dev, uint32_t k,
+		 struct hca_engine_stats *st)
+{
+	const struct ib_shard *sh = &dev->sh[k];
+
+	st->qps = __atomic_load_n(&sh->nqp, __ATOMIC_RELAXED);
+	st->queue = sh->queue;
+	st->rx_packets = __atomic_load_n(&sh->cnt[IB_CNT_RX_PKTS],
+					 __ATOMIC_RELAXED);
+	st->tx_packets = __atomic_load_n(&sh->cnt[IB_CNT_TX_PKTS],
+					 __ATOMIC_RELAXED);
+	st->rx_handed = __atomic_load_n(&sh->cnt[IB_CNT_RX_HANDOFF],
+					__ATOMIC_RELAXED);
+	st->cycles = __atomic_load_n(&sh->cnt[IB_CNT_CYCLES_RECEIVE],
+				     __ATOMIC_RELAXED) +
+		     __atomic_load_n(&sh->cnt[IB_CNT_CYCLES_SEND],
+				     __ATOMIC_RELAXED);
+}
+
+uint32_t
+hca_qp_engine(struct ibv_qp *qp)
+{
+	return to_qp(qp)->sh->id;
+}
+
 int
 hca_counters(struct ib_dev *dev, const char *const **names, uint64_t *values,
 	     int n)
