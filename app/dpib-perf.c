@@ -14,6 +14,10 @@
  *               raw frames as write_rate (the cost of the window checks)
  *   qp_scale    RDMA WRITE message rate with 2 .. 16K QPs, every requester
  *               with WRs outstanding, vs the rate with one pair (-Q)
+ *   engines     RDMA WRITE message rate with 1 .. N engines (-E), each
+ *               driven inline by an application thread of its own with
+ *               its own CQ and pair, vs one engine (each count in a
+ *               process of its own: engines are set at start-up)
  *
  * Each figure is the median of several repetitions.
  */
@@ -27,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <infiniband/verbs.h>
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
@@ -742,6 +747,10 @@ qp_scale(struct bench *b, const struct opts *o, const char *list)
 	free(copy);
 }
 
+/* -E's points (engine_scale), for the table and --json. */
+static double eng_rate[16];
+static uint32_t eng_count[16], neng;
+
 /* --json FILE: every figure of the run, one object. */
 static void
 write_json(const char *path, const struct opts *o, const struct bench *b,
@@ -771,6 +780,11 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		"\"raw_mpps\":%.4f},\n", r->aw_rate / 1e6, r->raw_rate8 / 1e6);
 	fprintf(f, " \"window_write_rate\":{\"mpps\":%.4f},\n",
 		r->mw_rate / 1e6);
+	fprintf(f, " \"engine_scale\":[");
+	for (i = 0; i < neng; i++)
+		fprintf(f, "%s{\"engines\":%u,\"mpps\":%.4f}", i ? "," : "",
+			eng_count[i], eng_rate[i] / 1e6);
+	fprintf(f, "],\n");
 	fprintf(f, " \"qp_scale\":[");
 	for (i = 0; i < nscale; i++)
 		fprintf(f, "%s{\"qps\":%u,\"mpps\":%.4f}", i ? "," : "",
@@ -844,13 +858,206 @@ write_plot(const char *path, const struct opts *o)
 	fclose(f);
 }
 
+/*
+ * -E: the WRITE rate with 1 .. N engines. The engine count is fixed when a
+ * process starts, so each count runs in a child (this program again, with
+ * DPIB_ENGINES and inline mode): N threads, each pinned to a CPU of its
+ * own where there are enough, each with its own CQ and RC pair (placement
+ * by CQ puts each pair on an engine of its own), start together; the rate
+ * is all their messages over the slowest thread's time.
+ */
+struct eng_thread {
+	struct bench *b;
+	uint32_t id, size, iters, outstanding;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp[2];
+	double secs;
+	pthread_barrier_t *go;
+};
+
+static void *
+eng_thread_main(void *arg)
+{
+	struct eng_thread *t = arg;
+	const uint32_t mod = 16;
+	uint64_t base = (uint64_t)t->id * 65536;
+	uint32_t posted = 0, done = 0;
+	struct ibv_wc wc[16];
+	cpu_set_t set;
+	double t0;
+
+	if ((int)t->id < CPU_SETSIZE) {
+		CPU_ZERO(&set);
+		CPU_SET(t->id % (uint32_t)RTE_MAX(sysconf(_SC_NPROCESSORS_ONLN),
+						   1L), &set);
+		pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+	}
+	pthread_barrier_wait(t->go);
+	t0 = now_s();
+	while (done < t->iters) {
+		while (posted < t->iters && posted - done < t->outstanding) {
+			struct ibv_sge sge = { (uintptr_t)t->b->buf + base,
+					       t->size, t->b->mr->lkey };
+			struct ibv_send_wr wr = {
+				.sg_list = &sge, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_WRITE,
+				.send_flags = posted % mod == mod - 1 ||
+					      posted == t->iters - 1 ?
+					      IBV_SEND_SIGNALED : 0,
+				.wr.rdma = { (uintptr_t)t->b->buf +
+					     t->b->len / 2 + base,
+					     t->b->mr->rkey },
+			}, *bad;
+
+			if (ibv_post_send(t->qp[0], &wr, &bad) != 0)
+				die("engines: post_send", EIO);
+			posted++;
+		}
+		int n = ibv_poll_cq(t->cq, 16, wc), i;
+
+		for (i = 0; i < n; i++) {
+			if (wc[i].status != IBV_WC_SUCCESS)
+				die("engines: completion", EIO);
+			done = RTE_MIN(posted, (done / mod + 1) * mod);
+		}
+	}
+	t->secs = now_s() - t0;
+	return NULL;
+}
+
+/* The child of -E: @n engines, @n threads; prints "engines N MPPS". */
+static int
+engine_child(uint32_t n, const struct opts *o)
+{
+	struct eng_thread t[16];
+	pthread_t th[16];
+	pthread_barrier_t go;
+	struct bench b = { 0 };
+	double v[64], worst;
+	uint32_t i, r;
+	int err;
+
+	if (n < 1 || n > 16)
+		die("-E: 1 .. 16 engines", EINVAL);
+	err = dpib_init();
+	if (err)
+		die("dpib_init", err);
+	b.len = 4u << 20;
+	b.buf = aligned_alloc(4096, b.len);
+	if (b.buf == NULL)
+		die("alloc", ENOMEM);
+	memset(b.buf, 0x5a, b.len);
+	bench_open(&b);
+	for (i = 0; i < n; i++) {
+		int k;
+
+		t[i] = (struct eng_thread){ .b = &b, .id = i,
+			.size = o->rate_size, .iters = o->iters / 16 * 16,
+			.outstanding = o->outstanding / 16 * 16, .go = &go };
+		t[i].cq = ibv_create_cq(b.ctx, 2 * MAX_OUTSTANDING, NULL, NULL,
+					0);
+		if (t[i].cq == NULL)
+			die("engines: create_cq", errno);
+		for (k = 0; k < 2; k++) {
+			struct ibv_qp_init_attr ia = {
+				.qp_type = IBV_QPT_RC, .send_cq = t[i].cq,
+				.recv_cq = t[i].cq,
+				.cap = { .max_send_wr = MAX_OUTSTANDING,
+					 .max_recv_wr = 1, .max_send_sge = 1,
+					 .max_recv_sge = 1 },
+			};
+
+			t[i].qp[k] = ibv_create_qp(b.pd, &ia);
+			if (t[i].qp[k] == NULL)
+				die("engines: create_qp", errno);
+		}
+		qp_up(&b, t[i].qp[0], t[i].qp[1]->qp_num);
+		qp_up(&b, t[i].qp[1], t[i].qp[0]->qp_num);
+		if (dpib_qp_engine(t[i].qp[0]) != dpib_qp_engine(t[i].qp[1]))
+			die("engines: a pair across two engines", EINVAL);
+	}
+	for (r = 0; r < o->reps; r++) {
+		pthread_barrier_init(&go, NULL, n);
+		for (i = 0; i < n; i++)
+			if (pthread_create(&th[i], NULL, eng_thread_main,
+					   &t[i]) != 0)
+				die("engines: thread", EAGAIN);
+		worst = 0;
+		for (i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+			worst = RTE_MAX(worst, t[i].secs);
+		}
+		pthread_barrier_destroy(&go);
+		if (getenv("DPIB_PERF_DEBUG"))
+			for (i = 0; i < n; i++)
+				fprintf(stderr, "thread %u: %.3f s engine %d\n", i, t[i].secs, dpib_qp_engine(t[i].qp[0]));
+		v[r] = (double)n * t[0].iters / worst;
+	}
+	printf("engines %u %.6f\n", n, median(v, o->reps) / 1e6);
+	return 0;
+}
+
+/* The parent of -E: one child per engine count, then the table. */
+
+static void
+engine_scale(const char *self, const struct opts *o, const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL, cmd[4096], line[256];
+	uint32_t n;
+	double mpps;
+	FILE *p;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL && neng < 16;
+	     tok = strtok_r(NULL, ",", &save)) {
+		n = (uint32_t)strtoul(tok, NULL, 0);
+		if (n < 1 || n > 8)
+			die("-E: engine counts 1 .. 8", EINVAL);
+		snprintf(cmd, sizeof(cmd), "DPIB_ENGINES=%u DPIB_ENGINE_MODE="
+			 "inline DPIB_PLACEMENT=cq '%s' --engine-child %u "
+			 "-n %u -r %u -s %u -o %u", n, self, n, o->iters,
+			 o->reps, o->rate_size, o->outstanding);
+		p = popen(cmd, "r");
+		if (p == NULL)
+			die("-E: popen", errno);
+		mpps = -1;
+		while (fgets(line, sizeof(line), p) != NULL)
+			if (sscanf(line, "engines %u %lf", &n, &mpps) == 2)
+				break;
+		if (pclose(p) != 0 || mpps < 0)
+			die("-E: the child failed", EIO);
+		eng_count[neng] = n;
+		eng_rate[neng++] = mpps * 1e6;
+	}
+	free(copy);
+}
+
+static void
+print_engine_scale(const struct opts *o)
+{
+	uint32_t i;
+
+	if (neng == 0)
+		return;
+	print_header("RDMA_Write Message Rate as engines grow", o);
+	printf(" (inline mode: each engine driven by an application thread of "
+	       "its own, its own CQ and pair)\n");
+	printf(" #engines  #bytes  MsgRate[Mpps]  vs 1 engine\n");
+	for (i = 0; i < neng; i++)
+		printf(" %-9u %-7u %-14.3f %.2f\n", eng_count[i], o->rate_size,
+		       eng_rate[i] / 1e6, eng_rate[i] / eng_rate[0]);
+	fflush(stdout);
+}
+
 static void
 usage(void)
 {
 	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
 	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
-	       "                 [-Q QPS,QPS,...] [--json FILE] [--plot FILE]\n"
+	       "                 [-E N,N,...] [-Q QPS,QPS,...] [--json FILE]\n"
+	       "                 [--plot FILE]\n"
 	       "  -c  print the device counters that moved, after the run\n"
+	       "  -E  also the RDMA WRITE rate with these many engines, e.g.\n"
+	       "      -E 1,2 (inline mode, a thread per engine)\n"
 	       "  -Q  also the RDMA WRITE rate with these many QPs (pairs, %d\n"
 	       "      WRITEs outstanding on each requester), e.g.\n"
 	       "      -Q 2,16,256,1024,4096,16384\n"
@@ -884,9 +1091,11 @@ main(int argc, char **argv)
 	uint32_t bw_iters, lat_iters;
 	cpu_set_t set;
 	int c, err, counters = 0;
-	const char *scale = NULL;
+	const char *scale = NULL, *engines = NULL;
+	long child = 0;
 
 	static const struct option lo[] = {
+		{ "engine-child", required_argument, NULL, 'C' },
 		{ "json", required_argument, NULL, 'J' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
@@ -894,7 +1103,7 @@ main(int argc, char **argv)
 	};
 	const char *json = NULL, *plot = NULL;
 
-	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:h", lo,
+	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:E:h", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
@@ -905,6 +1114,8 @@ main(int argc, char **argv)
 		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
 		case 'c': counters = 1; break;
 		case 'Q': scale = optarg; break;
+		case 'E': engines = optarg; break;
+		case 'C': child = strtol(optarg, NULL, 0); break;
 		case 'J': json = optarg; break;
 		case 'P': plot = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 1;
@@ -918,6 +1129,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	o.iters = o.iters / 16 * 16;
+	if (child > 0)
+		return engine_child((uint32_t)child, &o);
+	/* Before this process brings DPDK up: the children must not
+	 * inherit it.
+	 */
+	if (engines != NULL)
+		engine_scale(argv[0], &o, engines);
 	bw_iters = RTE_MAX(o.iters / 50 / 16 * 16, 160u);
 	lat_iters = RTE_MAX(o.iters / 10, 100u);
 	/* Benchmarks poll; the library's default engine back-off would
@@ -961,6 +1179,7 @@ main(int argc, char **argv)
 	       res.rate / 1e6, res.mw_rate / res.rate);
 	if (scale != NULL)
 		qp_scale(&b, &o, scale);
+	print_engine_scale(&o);
 	if (json != NULL)
 		write_json(json, &o, &b, &res);
 	if (plot != NULL) {

@@ -1193,7 +1193,7 @@ setup(void)
 	arena_poison();
 	drain(NULL);
 	drain_async();
-	F.in_use_base = rte_mempool_in_use_count(F.dev->pool);
+	F.in_use_base = hca_mbufs_in_use(F.dev);
 	/* After dpib's own exit handler is registered, so this runs first. */
 	atexit(report);
 }
@@ -1241,10 +1241,10 @@ input_end(void)
 	drain_async();
 	arena_check();
 	memcpy(F.w, F.w_init, W_LEN);
-	in_use = rte_mempool_in_use_count(F.dev->pool);
+	in_use = hca_mbufs_in_use(F.dev);
 	for (i = 0; i < 64 && in_use != F.in_use_base; i++) {
 		ibv_poll_cq(qps[0].cq, 0, F.wc);
-		in_use = rte_mempool_in_use_count(F.dev->pool);
+		in_use = hca_mbufs_in_use(F.dev);
 	}
 	if (in_use != F.in_use_base)
 		FAIL("%d mbuf(s) lost (in use %u, %u before)",

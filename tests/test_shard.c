@@ -123,7 +123,7 @@ placement_spread(void)
 	int i;
 
 	CHECK(dpib_engine_stats(ctx, st, 4) == 2, "two engines serve dpib0");
-	CHECK(st[0].queue == 0 && st[1].queue == 1, "queues %u %u",
+	CHECK(st[0].queue == 0 && st[1].queue > 0, "queues %u %u",
 	      st[0].queue, st[1].queue);
 	for (i = 0; i < 4; i++)
 		q[i] = rc_qp(cq, cq, NULL);

@@ -69,10 +69,11 @@ struct ib_ctl {
 
 struct ib_engine {
 	/* Shared with applications: doorbells read it, inline passes
-	 * write app_tsc.
+	 * write app_calls.
 	 */
 	uint32_t sleeping;	/* in epoll: a doorbell must write efd */
-	uint64_t app_tsc;	/* inline: an application call's last pass */
+	uint32_t app_calls;	/* inline: bumped by every application call
+				 * that drives the engine (no clock read) */
 
 	/* The loop's own. */
 	uint32_t id __rte_cache_aligned;
@@ -109,7 +110,7 @@ static struct ib_engine engines[IB_MAX_ENGINES];
 /* Set at the first device of an inline configuration. */
 int ib_engine_inline;
 
-__thread uint32_t ib_self;
+__thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
 
 static void
 ring_efd(struct ib_engine *e)
@@ -186,11 +187,11 @@ ib_engine_doorbell(struct ib_qp *qp)
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (__atomic_load_n(&qp->db_armed, __ATOMIC_RELAXED)) {
 		/* On the active list, but the loop may sleep meanwhile (the
-		 * QP waits for an ACK): wake it. Inline mode's poster runs
-		 * passes itself.
+		 * QP waits for an ACK): wake it. In inline mode too: the
+		 * poster runs one pass, and what follows it (the answer, the
+		 * ACK) is the loop's if the program next waits in the kernel.
 		 */
-		if (!ib_engine_inline)
-			engine_wake(qp->sh->eng);
+		engine_wake(qp->sh->eng);
 		return;
 	}
 	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
@@ -342,9 +343,11 @@ shard_pass(struct ib_shard *sh)
 	 * message: dpib-perf). Receiving is the responder's requests and
 	 * the completer's ACKs; sending the requester's packets.
 	 */
-	now = rte_rdtsc();
-	if (work != 0)
+	now = t0;
+	if (work != 0) {
+		now = rte_rdtsc();
 		sh->cnt[IB_CNT_CYCLES_RECEIVE] += now - t0;
+	}
 	for (qp = TAILQ_FIRST(&sh->active); qp != NULL; qp = tmp) {
 		tmp = TAILQ_NEXT(qp, next);
 		state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
@@ -546,19 +549,33 @@ engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, idle;
-	uint32_t streak = 0;
+	uint64_t last = rte_rdtsc(), now, idle, app_tsc = 0;
+	uint32_t streak = 0, calls, seen = 0;
 
 	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		if (eng.mode == IB_ENGINE_INLINE) {
+			/* When calls last drove the engine: when the loop
+			 * saw their count move.
+			 */
 			now = rte_rdtsc();
-			idle = (now - __atomic_load_n(&e->app_tsc,
-						      __ATOMIC_RELAXED)) / us;
-			if (idle < eng.takeover_us) {
-				rte_delay_us_sleep(defer_nap(idle, ++streak));
+			calls = __atomic_load_n(&e->app_calls,
+						__ATOMIC_RELAXED);
+			if (calls != seen) {
+				seen = calls;
+				app_tsc = now;
+			}
+			idle = (now - app_tsc) / us;
+			/* A call inside a pass holds the lock: it may have
+			 * been preempted, by this loop among others; spinning
+			 * for the lock would keep it off the CPU.
+			 */
+			if (idle < eng.takeover_us ||
+			    rte_spinlock_is_locked(&e->run)) {
+				rte_delay_us_sleep(defer_nap(RTE_MIN(idle,
+						(uint64_t)eng.takeover_us), ++streak));
 				continue;
 			}
 			streak = 0;
@@ -572,8 +589,7 @@ engine_main(void *arg)
 		 * port that cannot wake the loop gets short naps after it.
 		 */
 		if (eng.mode == IB_ENGINE_INLINE)
-			last = RTE_MAX(last, RTE_MIN(now,
-				__atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED)));
+			last = RTE_MAX(last, app_tsc);
 		if (now - last < eng.spin_us * us)
 			rte_pause();
 		else if (engine_sleep(e, (now - last) / us) != 0)
@@ -1002,11 +1018,14 @@ drive(struct ib_engine *e)
 	uint32_t self;
 	int work;
 
+	/* Before the lock: a call that finds the loop inside a pass still
+	 * tells it that calls drive, so that it backs off.
+	 */
+	__atomic_store_n(&e->app_calls, e->app_calls + 1, __ATOMIC_RELAXED);
 	if (!rte_spinlock_trylock(&e->run))
 		return 0;
 	self = ib_self;
 	ib_self = e->id;
-	__atomic_store_n(&e->app_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
 	work = (int)passes(e);
 	ib_self = self;
 	rte_spinlock_unlock(&e->run);

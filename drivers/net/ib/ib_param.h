@@ -49,7 +49,10 @@
 #define IB_RTO_MIN_US		1000	/* floor of the early resend timer */
 
 /* Inline progress (ib_engine.c) */
-#define IB_INLINE_PASSES	64	/* a post runs up to this many */
+#define IB_INLINE_PASSES	64	/* a control call runs up to this many */
+#define IB_POST_PASSES		1	/* a post: its WRs leave, an answer on
+					 * a loopback device arrives; polls and
+					 * the loop carry the rest */
 #define IB_INLINE_SPIN_US	200	/* an event wait spins this long */
 #define IB_ENGINE_SPIN_US	50	/* an engine lcore spins, then sleeps */
 #define IB_TAKEOVER_US		20	/* inline: no call drove it for this */

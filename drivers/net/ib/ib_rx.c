@@ -361,7 +361,7 @@ not_roce:
 drop_len:
 	ib_count(dev, IB_CNT_RX_BAD_LEN);
 free:
-	rte_pktmbuf_free(m);
+	ib_mbuf_free(dev, m);
 }
 
 void

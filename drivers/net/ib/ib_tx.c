@@ -241,7 +241,7 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 	struct rte_mbuf *m;
 	uint8_t *p;
 
-	m = rte_pktmbuf_alloc(dev->pool);
+	m = ib_mbuf_alloc(dev);
 	if (unlikely(m == NULL)) {
 		ib_count(dev, IB_CNT_TX_DROP_NOMBUF);
 		return NULL;

@@ -507,6 +507,9 @@ struct ib_shard {
 	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
 	struct rte_ring *handoff;	/* frames other engines took in for
 					 * its QPs, MP/SC */
+	struct rte_mempool_cache *mc;	/* its mbufs of dev->pool: threads
+					 * that drive it in inline mode have
+					 * no lcore cache of their own */
 	struct ib_wake wake;		/* a frame arrived: wake the engine */
 	struct ib_qp_list active;
 	struct ib_qp_list waiting;	/* QPs that wait for ACKs or timers */
@@ -530,6 +533,7 @@ struct ib_dev {
 	enum ibv_mtu active_mtu;
 	struct rte_mempool *pool;
 	uint32_t nsh;		/* shards: engines with a queue pair here */
+	uint16_t qstride;	/* shard k on queue pair k * qstride */
 	int attached;		/* its shards are on their engines */
 
 	/* Resource tables (control path, under ctl_lock). */
@@ -562,7 +566,7 @@ struct ib_dev {
  * The engine whose pass this thread runs (0 outside passes: control calls
  * run while no engine does, or on engine 0's behalf).
  */
-extern __thread uint32_t ib_self;
+extern __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
 
 /* This thread's shard of @dev: what it transmits on, what it counts in. */
 static inline struct ib_shard *
@@ -676,6 +680,37 @@ static inline void
 ib_count(struct ib_dev *dev, enum ib_counter c)
 {
 	ib_sh(dev)->cnt[c]++;
+}
+
+/* A packet buffer from this thread's shard's cache of the device's pool. */
+static inline struct rte_mbuf *
+ib_mbuf_alloc(struct ib_dev *dev)
+{
+	struct rte_mbuf *m;
+
+	if (unlikely(rte_mempool_generic_get(dev->pool, (void **)&m, 1,
+					     ib_sh(dev)->mc) != 0))
+		return NULL;
+	rte_pktmbuf_reset(m);
+	return m;
+}
+
+/* ... and back (rte_pktmbuf_free, with the shard's cache). */
+static inline void
+ib_mbuf_free(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	struct rte_mbuf *next;
+
+	while (m != NULL) {
+		next = m->next;
+		m = rte_pktmbuf_prefree_seg(m);
+		if (likely(m != NULL))
+			rte_mempool_generic_put(m->pool, (void **)&m, 1,
+				m->pool == dev->pool ? ib_sh(dev)->mc :
+				rte_mempool_default_cache(m->pool,
+							  rte_lcore_id()));
+		m = next;
+	}
 }
 
 /* A counter summed over the device's shards (control path). */
