@@ -532,6 +532,37 @@ lat_stats(double *v, uint32_t n, double *med, double *p99)
 }
 
 /* Phase 1: the raw path, with the worker where the engine will run. */
+/*
+ * -S: the WRITE rate and bandwidth as the message grows, beside the raw
+ * path carrying the same bytes (frames of up to the path MTU, one message
+ * being ceil(size / MTU) of them). Filled by measure_raw and measure_dpib.
+ */
+#define MAX_SIZES	16
+static uint32_t sweep_size[MAX_SIZES], nsweep;
+static double sweep_rate[MAX_SIZES], sweep_raw[MAX_SIZES];
+
+static uint32_t
+sweep_iters(const struct opts *o, uint32_t size)
+{
+	return RTE_MAX(o->iters / RTE_MAX(size / 1024, 1u), 2000u) / 16 * 16;
+}
+
+static void
+sweep_parse(const char *list)
+{
+	char *copy = strdup(list), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	     tok = strtok_r(NULL, ",", &save)) {
+		uint32_t v = (uint32_t)strtoul(tok, NULL, 0);
+
+		if (v == 0 || v > (1u << 20) || nsweep == MAX_SIZES)
+			die("-S: 1 .. 16 sizes of 1 B .. 1 MiB", EINVAL);
+		sweep_size[nsweep++] = v;
+	}
+	free(copy);
+}
+
 static void
 measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	    uint32_t lat_iters, struct results *res)
@@ -539,7 +570,7 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	struct raw_worker w = { .b = b, .mode = RAW_SINK };
 	unsigned int lcore = rte_get_next_lcore(-1, 1, 0);
 	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
-	uint32_t i, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
+	uint32_t i, k, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
 
 	if (lat == NULL || lcore >= RTE_MAX_LCORE ||
 	    rte_eal_remote_launch(raw_worker_main, &w, lcore) != 0)
@@ -554,6 +585,14 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 		v[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
 				bw_iters * pkts) / pkts;
 	res->raw_bw = median(v, o->reps);
+	for (k = 0; k < nsweep; k++) {
+		uint32_t size = sweep_size[k], per = (size + b->mtu - 1) / b->mtu;
+
+		for (i = 0; i < o->reps; i++)
+			v[i] = raw_rate(b, &w, RTE_MIN(size, b->mtu),
+					sweep_iters(o, size) * per) / per;
+		sweep_raw[k] = median(v, o->reps);
+	}
 	w.mode = RAW_ECHO;
 	for (i = 0; i < o->reps; i++) {
 		raw_lat(b, &w, o->lat_size, lat_iters, lat);
@@ -587,7 +626,7 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 {
 	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
 	uint64_t rx0, tx0;
-	uint32_t i;
+	uint32_t i, k;
 
 	if (lat == NULL)
 		die("alloc", ENOMEM);
@@ -623,7 +662,33 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 		v[i] = dpib_write_op(b, IBV_WR_RDMA_WRITE, b->mw->rkey,
 				     o->rate_size, o->iters, o->outstanding);
 	res->mw_rate = median(v, o->reps);
+	for (k = 0; k < nsweep; k++) {
+		for (i = 0; i < o->reps; i++)
+			v[i] = dpib_write(b, sweep_size[k],
+					  sweep_iters(o, sweep_size[k]),
+					  sweep_size[k] > 4096 ? 32 :
+					  o->outstanding);
+		sweep_rate[k] = median(v, o->reps);
+	}
 	free(lat);
+}
+
+static void
+print_sweep(const struct opts *o)
+{
+	uint32_t k;
+
+	if (nsweep == 0)
+		return;
+	print_header("RDMA_Write rate and bandwidth as the message grows", o);
+	printf(" #bytes   MsgRate[Mpps]  BW[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw\n");
+	for (k = 0; k < nsweep; k++)
+		printf(" %-8u %-14.3f %-11.3f %-15.3f %-15.3f %.2f\n",
+		       sweep_size[k], sweep_rate[k] / 1e6,
+		       sweep_rate[k] * sweep_size[k] * 8 / 1e9,
+		       sweep_raw[k] / 1e6, sweep_raw[k] * sweep_size[k] * 8 / 1e9,
+		       sweep_rate[k] / sweep_raw[k]);
+	fflush(stdout);
 }
 
 /*
@@ -788,6 +853,12 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		"\"raw_mpps\":%.4f},\n", r->aw_rate / 1e6, r->raw_rate8 / 1e6);
 	fprintf(f, " \"window_write_rate\":{\"mpps\":%.4f},\n",
 		r->mw_rate / 1e6);
+	fprintf(f, " \"size_sweep\":[");
+	for (i = 0; i < nsweep; i++)
+		fprintf(f, "%s{\"bytes\":%u,\"mpps\":%.4f,\"raw_mpps\":%.4f}",
+			i ? "," : "", sweep_size[i], sweep_rate[i] / 1e6,
+			sweep_raw[i] / 1e6);
+	fprintf(f, "],\n");
 	fprintf(f, " \"engine_scale\":[");
 	for (i = 0; i < neng; i++)
 		fprintf(f, "%s{\"engines\":%u,\"mpps\":%.4f}", i ? "," : "",
@@ -802,27 +873,35 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 }
 
 /*
- * --plot FILE.svg: the WRITE rate against the QP count (log scale), for
- * those who would rather look than read. Plain SVG: no library needed.
+ * A line plot in plain SVG (no library needed): @ns series of @n points
+ * over the same x values, x on a log scale.
  */
+struct plot {
+	const char *title, *xlabel, *ylabel;
+	const uint32_t *x;
+	uint32_t n, ns;
+	const double *y[2];	/* series, already in the unit of ylabel */
+	const char *name[2];
+};
+
 static void
-write_plot(const char *path, const struct opts *o)
+svg_plot(const char *path, const struct plot *pl)
 {
+	static const char *const colour[2] = { "#1f77b4", "#d62728" };
 	const double W = 640, H = 400, L = 70, R = 20, T = 40, B = 50;
 	double ymax = 0, lx0, lx1;
+	uint32_t i, k;
 	FILE *f;
-	uint32_t i;
 
-	if (nscale < 2)
-		die("--plot needs -Q with two QP counts or more", EINVAL);
 	f = fopen(path, "w");
 	if (f == NULL)
 		die(path, errno);
-	for (i = 0; i < nscale; i++)
-		ymax = RTE_MAX(ymax, scale_rate[i] / 1e6);
-	ymax = ymax * 1.15;
-	lx0 = log2(scale_qps[0]);
-	lx1 = log2(scale_qps[nscale - 1]);
+	for (k = 0; k < pl->ns; k++)
+		for (i = 0; i < pl->n; i++)
+			ymax = RTE_MAX(ymax, pl->y[k][i]);
+	ymax = ymax > 0 ? ymax * 1.15 : 1;
+	lx0 = log2(pl->x[0]);
+	lx1 = log2(pl->x[pl->n - 1]);
 	if (lx1 <= lx0)
 		lx1 = lx0 + 1;
 #define PX(q) (L + (log2(q) - lx0) / (lx1 - lx0) * (W - L - R))
@@ -831,10 +910,8 @@ write_plot(const char *path, const struct opts *o)
 		"height=\"%.0f\" font-family=\"sans-serif\" font-size=\"12\">\n"
 		"<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
 		W, H);
-	fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">dpib: %u B RDMA "
-		"WRITE rate as QPs grow (%d outstanding per requester, "
-		"loopback, medians of %u)</text>\n", L, o->rate_size, QS_DEPTH,
-		o->reps);
+	fprintf(f, "<text x=\"%.0f\" y=\"22\" font-size=\"14\">%s</text>\n",
+		L, pl->title);
 	fprintf(f, "<line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\" "
 		"stroke=\"black\"/>\n<line x1=\"%.0f\" y1=\"%.0f\" "
 		"x2=\"%.0f\" y2=\"%.0f\" stroke=\"black\"/>\n", L, H - B,
@@ -844,26 +921,75 @@ write_plot(const char *path, const struct opts *o)
 			"%.2f</text>\n", L - 6, PY(ymax * i / 4) + 4,
 			ymax * i / 4);
 	fprintf(f, "<text x=\"14\" y=\"%.0f\" transform=\"rotate(-90 14 "
-		"%.0f)\" text-anchor=\"middle\">M messages/s</text>\n",
-		(H - B + T) / 2, (H - B + T) / 2);
+		"%.0f)\" text-anchor=\"middle\">%s</text>\n",
+		(H - B + T) / 2, (H - B + T) / 2, pl->ylabel);
 	fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">"
-		"QPs (log scale)</text>\n", (W - R + L) / 2, H - 12);
-	fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" "
-		"stroke-width=\"2\" points=\"");
-	for (i = 0; i < nscale; i++)
-		fprintf(f, "%.1f,%.1f ", PX(scale_qps[i]),
-			PY(scale_rate[i] / 1e6));
-	fprintf(f, "\"/>\n");
-	for (i = 0; i < nscale; i++)
-		fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
-			"fill=\"#1f77b4\"/>\n<text x=\"%.1f\" y=\"%.0f\" "
-			"text-anchor=\"middle\">%u</text>\n",
-			PX(scale_qps[i]), PY(scale_rate[i] / 1e6),
-			PX(scale_qps[i]), H - B + 16, scale_qps[i]);
+		"%s (log scale)</text>\n", (W - R + L) / 2, H - 12, pl->xlabel);
+	for (i = 0; i < pl->n; i++)
+		fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">"
+			"%u</text>\n", PX(pl->x[i]), H - B + 16, pl->x[i]);
+	for (k = 0; k < pl->ns; k++) {
+		fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" "
+			"stroke-width=\"2\" points=\"", colour[k]);
+		for (i = 0; i < pl->n; i++)
+			fprintf(f, "%.1f,%.1f ", PX(pl->x[i]),
+				PY(pl->y[k][i]));
+		fprintf(f, "\"/>\n");
+		for (i = 0; i < pl->n; i++)
+			fprintf(f, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"3\" "
+				"fill=\"%s\"/>\n", PX(pl->x[i]),
+				PY(pl->y[k][i]), colour[k]);
+		if (pl->name[k] != NULL)
+			fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" fill=\"%s\">"
+				"%s</text>\n", L + 10, T + 14 + 16.0 * k,
+				colour[k], pl->name[k]);
+	}
 #undef PX
 #undef PY
 	fprintf(f, "</svg>\n");
 	fclose(f);
+}
+
+/* --plot FILE.svg: the WRITE rate against the QP count. */
+static void
+write_plot(const char *path, const struct opts *o)
+{
+	double y[MAX_SCALE];
+	char title[160];
+	uint32_t i;
+
+	if (nscale < 2)
+		die("--plot needs -Q with two QP counts or more", EINVAL);
+	for (i = 0; i < nscale; i++)
+		y[i] = scale_rate[i] / 1e6;
+	snprintf(title, sizeof(title), "dpib: %u B RDMA WRITE rate as QPs "
+		 "grow (%d outstanding per requester, loopback, medians of "
+		 "%u)", o->rate_size, QS_DEPTH, o->reps);
+	svg_plot(path, &(struct plot){ .title = title, .xlabel = "QPs",
+		 .ylabel = "M messages/s", .x = scale_qps, .n = nscale,
+		 .ns = 1, .y = { y } });
+}
+
+/* --plot-sizes FILE.svg: WRITE bandwidth against the message size. */
+static void
+write_plot_sizes(const char *path, const struct opts *o)
+{
+	double y[2][MAX_SIZES];
+	char title[160];
+	uint32_t i;
+
+	if (nsweep < 2)
+		die("--plot-sizes needs -S with two sizes or more", EINVAL);
+	for (i = 0; i < nsweep; i++) {
+		y[0][i] = sweep_rate[i] * sweep_size[i] * 8 / 1e9;
+		y[1][i] = sweep_raw[i] * sweep_size[i] * 8 / 1e9;
+	}
+	snprintf(title, sizeof(title), "dpib: RDMA WRITE bandwidth as the "
+		 "message grows (loopback, medians of %u)", o->reps);
+	svg_plot(path, &(struct plot){ .title = title,
+		 .xlabel = "message bytes", .ylabel = "Gbit/s",
+		 .x = sweep_size, .n = nsweep, .ns = 2, .y = { y[0], y[1] },
+		 .name = { "dpib RDMA WRITE", "raw DPDK frames, same bytes" } });
 }
 
 /*
@@ -1058,16 +1184,20 @@ usage(void)
 {
 	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
 	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
-	       "                 [-E N,N,...] [-Q QPS,QPS,...] [--json FILE]\n"
-	       "                 [--plot FILE]\n"
+	       "                 [-S SIZE,...] [-E N,N,...] [-Q QPS,QPS,...]\n"
+	       "                 [--json FILE] [--plot FILE] [--plot-sizes FILE]\n"
 	       "  -c  print the device counters that moved, after the run\n"
+	       "  -S  also the RDMA WRITE rate and bandwidth at these message\n"
+	       "      sizes, beside the raw path, e.g. -S 8,64,512,4096,65536\n"
 	       "  -E  also the RDMA WRITE rate with these many engines, e.g.\n"
 	       "      -E 1,2 (inline mode, a thread per engine)\n"
 	       "  -Q  also the RDMA WRITE rate with these many QPs (pairs, %d\n"
 	       "      WRITEs outstanding on each requester), e.g.\n"
 	       "      -Q 2,16,256,1024,4096,16384\n"
 	       "  --json FILE   every figure, as one JSON object\n"
-	       "  --plot FILE   an SVG plot of the -Q rates\n", QS_DEPTH);
+	       "  --plot FILE   an SVG plot of the -Q rates\n"
+	       "  --plot-sizes FILE  an SVG plot of the -S bandwidths\n",
+	       QS_DEPTH);
 }
 
 /* The device counters that are not zero (-c): what the run cost. */
@@ -1101,14 +1231,15 @@ main(int argc, char **argv)
 
 	static const struct option lo[] = {
 		{ "engine-child", required_argument, NULL, 'C' },
+		{ "plot-sizes", required_argument, NULL, 'Z' },
 		{ "json", required_argument, NULL, 'J' },
 		{ "plot", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *json = NULL, *plot = NULL;
+	const char *json = NULL, *plot = NULL, *plot_sizes = NULL;
 
-	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:E:h", lo,
+	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:E:S:h", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
@@ -1120,6 +1251,8 @@ main(int argc, char **argv)
 		case 'c': counters = 1; break;
 		case 'Q': scale = optarg; break;
 		case 'E': engines = optarg; break;
+		case 'S': sweep_parse(optarg); break;
+		case 'Z': plot_sizes = optarg; break;
 		case 'C': child = strtol(optarg, NULL, 0); break;
 		case 'J': json = optarg; break;
 		case 'P': plot = optarg; break;
@@ -1182,6 +1315,7 @@ main(int argc, char **argv)
 		   o.rate_size, o.iters, res.mw_rate, res.raw_rate);
 	printf(" (through the MR's own rkey above: %.3f Mpps; window/MR %.2f)\n",
 	       res.rate / 1e6, res.mw_rate / res.rate);
+	print_sweep(&o);
 	if (scale != NULL)
 		qp_scale(&b, &o, scale);
 	print_engine_scale(&o);
@@ -1190,6 +1324,10 @@ main(int argc, char **argv)
 	if (plot != NULL) {
 		write_plot(plot, &o);
 		printf(" Plot: %s\n", plot);
+	}
+	if (plot_sizes != NULL) {
+		write_plot_sizes(plot_sizes, &o);
+		printf(" Plot: %s\n", plot_sizes);
 	}
 	printf("\n");
 	if (counters)

@@ -88,8 +88,10 @@ bench() {
 	fi
 	echo "dpib: machine: $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 	"$build/app/dpib-devinfo"
-	"$build/app/dpib-perf" -E 1,2 -Q 2,16,256,1024,4096,16384 \
-		--plot "$build/dpib-perf-qps.svg" --json "$build/dpib-perf.json" "$@"
+	"$build/app/dpib-perf" -S 8,64,512,4096,65536 -E 1,2 \
+		-Q 2,16,256,1024,4096,16384 --plot "$build/dpib-perf-qps.svg" \
+		--plot-sizes "$build/dpib-perf-sizes.svg" \
+		--json "$build/dpib-perf.json" "$@"
 	# Two processes as two hosts (network namespaces: root only).
 	if [ "$(id -u)" = 0 ]; then
 		echo
