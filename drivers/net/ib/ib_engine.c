@@ -69,11 +69,10 @@ struct ib_ctl {
 
 struct ib_engine {
 	/* Shared with applications: doorbells read it, inline passes
-	 * write app_calls.
+	 * write app_tsc.
 	 */
 	uint32_t sleeping;	/* in epoll: a doorbell must write efd */
-	uint32_t app_calls;	/* inline: bumped by every application call
-				 * that drives the engine (no clock read) */
+	uint64_t app_tsc;	/* inline: an application call's last pass */
 
 	/* The loop's own. */
 	uint32_t id __rte_cache_aligned;
@@ -549,25 +548,23 @@ engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, idle, app_tsc = 0;
-	uint32_t streak = 0, calls, seen = 0;
+	uint64_t last = rte_rdtsc(), now, idle, app_tsc;
+	uint32_t streak = 0;
 
 	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		if (eng.mode == IB_ENGINE_INLINE) {
-			/* When calls last drove the engine: when the loop
-			 * saw their count move.
+			/* Since a call last drove the engine: its own clock
+			 * (a counter of calls would say that calls came, not
+			 * that they stopped, and a program that posts once
+			 * and then waits on memory needs the loop soon).
 			 */
 			now = rte_rdtsc();
-			calls = __atomic_load_n(&e->app_calls,
-						__ATOMIC_RELAXED);
-			if (calls != seen) {
-				seen = calls;
-				app_tsc = now;
-			}
-			idle = (now - app_tsc) / us;
+			app_tsc = __atomic_load_n(&e->app_tsc,
+						  __ATOMIC_RELAXED);
+			idle = now > app_tsc ? (now - app_tsc) / us : 0;
 			/* A call inside a pass holds the lock: it may have
 			 * been preempted, by this loop among others; spinning
 			 * for the lock would keep it off the CPU.
@@ -589,7 +586,8 @@ engine_main(void *arg)
 		 * port that cannot wake the loop gets short naps after it.
 		 */
 		if (eng.mode == IB_ENGINE_INLINE)
-			last = RTE_MAX(last, app_tsc);
+			last = RTE_MAX(last, RTE_MIN(now,
+				__atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED)));
 		if (now - last < eng.spin_us * us)
 			rte_pause();
 		else if (engine_sleep(e, (now - last) / us) != 0)
@@ -1021,7 +1019,7 @@ drive(struct ib_engine *e)
 	/* Before the lock: a call that finds the loop inside a pass still
 	 * tells it that calls drive, so that it backs off.
 	 */
-	__atomic_store_n(&e->app_calls, e->app_calls + 1, __ATOMIC_RELAXED);
+	__atomic_store_n(&e->app_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
 	if (!rte_spinlock_trylock(&e->run))
 		return 0;
 	self = ib_self;
