@@ -488,6 +488,7 @@ struct results {
 	double rate, raw_rate;			/* messages/s */
 	double aw_rate, raw_rate8, mw_rate;	/* messages/s */
 	double lat, lat99, raw_lat, raw_lat99;	/* us */
+	double lat999, raw_lat999;		/* us */
 	double bw, raw_bw;			/* messages/s */
 };
 
@@ -517,21 +518,22 @@ static void
 print_lat(const struct opts *o, uint32_t iters, const struct results *res)
 {
 	print_header("Send Latency Test (half round trip)", o);
-	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  dpib/raw\n");
-	printf(" %-7u %-12u %-15.3f %-12.3f %-22.3f %-14.3f %.2f\n", o->lat_size,
-	       iters, res->lat, res->lat99, res->raw_lat, res->raw_lat99,
+	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  t_99.9%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  raw 99.9%%[usec]  dpib/raw\n");
+	printf(" %-7u %-12u %-15.3f %-12.3f %-14.3f %-22.3f %-14.3f %-16.3f %.2f\n",
+	       o->lat_size, iters, res->lat, res->lat99, res->lat999,
+	       res->raw_lat, res->raw_lat99, res->raw_lat999,
 	       res->lat / res->raw_lat);
 }
 
-/* Median and 99th percentile of @n samples (sorts them). */
+/* Median, 99th and 99.9th percentiles of @n samples (sorts them). */
 static void
-lat_stats(double *v, uint32_t n, double *med, double *p99)
+lat_stats(double *v, uint32_t n, double *med, double *p99, double *p999)
 {
-	*med = median(v, n);
+	*med = median(v, n);	/* sorts v */
 	*p99 = v[(uint32_t)(n * 0.99)];
+	*p999 = v[(uint32_t)(n * 0.999)];
 }
 
-/* Phase 1: the raw path, with the worker where the engine will run. */
 /*
  * -S: the WRITE rate and bandwidth as the message grows, beside the raw
  * path carrying the same bytes (frames of up to the path MTU, one message
@@ -563,13 +565,15 @@ sweep_parse(const char *list)
 	free(copy);
 }
 
+/* Phase 1: the raw path, with the worker where the engine will run. */
 static void
 measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	    uint32_t lat_iters, struct results *res)
 {
 	struct raw_worker w = { .b = b, .mode = RAW_SINK };
 	unsigned int lcore = rte_get_next_lcore(-1, 1, 0);
-	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
+	double v[64], m[64], p[64], q[64];
+	double *lat = calloc(lat_iters, sizeof(double));
 	uint32_t i, k, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
 
 	if (lat == NULL || lcore >= RTE_MAX_LCORE ||
@@ -596,10 +600,11 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	w.mode = RAW_ECHO;
 	for (i = 0; i < o->reps; i++) {
 		raw_lat(b, &w, o->lat_size, lat_iters, lat);
-		lat_stats(lat, lat_iters, &m[i], &p[i]);
+		lat_stats(lat, lat_iters, &m[i], &p[i], &q[i]);
 	}
 	res->raw_lat = median(m, o->reps);
 	res->raw_lat99 = median(p, o->reps);
+	res->raw_lat999 = median(q, o->reps);
 	w.mode = RAW_STOP;
 	rte_eal_wait_lcore(lcore);
 	free(lat);
@@ -624,7 +629,8 @@ static void
 measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	     uint32_t lat_iters, struct results *res)
 {
-	double v[64], m[64], p[64], *lat = calloc(lat_iters, sizeof(double));
+	double v[64], m[64], p[64], q[64];
+	double *lat = calloc(lat_iters, sizeof(double));
 	uint64_t rx0, tx0;
 	uint32_t i, k;
 
@@ -646,10 +652,11 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	res->bw = median(v, o->reps);
 	for (i = 0; i < o->reps; i++) {
 		dpib_send_lat(b, o->lat_size, lat_iters, lat);
-		lat_stats(lat, lat_iters, &m[i], &p[i]);
+		lat_stats(lat, lat_iters, &m[i], &p[i], &q[i]);
 	}
 	res->lat = median(m, o->reps);
 	res->lat99 = median(p, o->reps);
+	res->lat999 = median(q, o->reps);
 	/* ATOMIC WRITE holds a READ/atomic credit: max_rd_atomic (16) in
 	 * flight, whatever -o says.
 	 */
@@ -843,9 +850,10 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		"\"cycles_send\":%.1f},\n", o->rate_size, r->rate / 1e6,
 		r->raw_rate / 1e6, r->cyc_rx, r->cyc_tx);
 	fprintf(f, " \"send_lat\":{\"bytes\":%u,\"median_us\":%.4f,"
-		"\"p99_us\":%.4f,\"raw_median_us\":%.4f,"
-		"\"raw_p99_us\":%.4f},\n", o->lat_size, r->lat, r->lat99,
-		r->raw_lat, r->raw_lat99);
+		"\"p99_us\":%.4f,\"p999_us\":%.4f,\"raw_median_us\":%.4f,"
+		"\"raw_p99_us\":%.4f,\"raw_p999_us\":%.4f},\n", o->lat_size,
+		r->lat, r->lat99, r->lat999, r->raw_lat, r->raw_lat99,
+		r->raw_lat999);
 	fprintf(f, " \"write_bw\":{\"bytes\":%u,\"gbps\":%.3f,"
 		"\"raw_gbps\":%.3f},\n", o->bw_size,
 		r->bw * o->bw_size * 8 / 1e9, r->raw_bw * o->bw_size * 8 / 1e9);
