@@ -100,6 +100,34 @@ die(const char *what, int err)
 	exit(1);
 }
 
+/*
+ * A comma-separated list of numbers in [lo, hi] (-S, -E, -Q), at most
+ * @max of them, into @out; returns how many. Anything else ends the run.
+ */
+static uint32_t
+parse_list(const char *opt, const char *list, uint32_t lo, uint32_t hi,
+	   uint32_t *out, uint32_t max)
+{
+	const char *p = list;
+	uint32_t n = 0;
+	char *end;
+
+	while (*p != '\0') {
+		unsigned long v = strtoul(p, &end, 0);
+
+		if (end == p || v < lo || v > hi || n == max ||
+		    (*end != ',' && *end != '\0')) {
+			fprintf(stderr, "dpib-perf: %s %s: up to %u numbers "
+				"%u .. %u, comma-separated\n", opt, list, max,
+				lo, hi);
+			exit(1);
+		}
+		out[n++] = (uint32_t)v;
+		p = *end == ',' ? end + 1 : end;
+	}
+	return n;
+}
+
 static void
 qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
 {
@@ -549,22 +577,6 @@ sweep_iters(const struct opts *o, uint32_t size)
 	return RTE_MAX(o->iters / RTE_MAX(size / 1024, 1u), 2000u) / 16 * 16;
 }
 
-static void
-sweep_parse(const char *list)
-{
-	char *copy = strdup(list), *tok, *save = NULL;
-
-	for (tok = strtok_r(copy, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		uint32_t v = (uint32_t)strtoul(tok, NULL, 0);
-
-		if (v == 0 || v > (1u << 20) || nsweep == MAX_SIZES)
-			die("-S: 1 .. 16 sizes of 1 B .. 1 MiB", EINVAL);
-		sweep_size[nsweep++] = v;
-	}
-	free(copy);
-}
-
 /* Phase 1: the raw path, with the worker where the engine will run. */
 static void
 measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
@@ -798,19 +810,15 @@ static uint32_t nscale;
 static void
 qp_scale(struct bench *b, const struct opts *o, const char *list)
 {
-	char *copy = strdup(list), *tok, *save = NULL;
+	uint32_t want[MAX_SCALE], n, i, j;
 	double base = 0, v[64];
-	uint32_t i;
 
+	n = parse_list("-Q", list, 2, 32768, want, MAX_SCALE);
 	print_header("RDMA_Write Message Rate as QPs grow", o);
 	printf(" #QPs    #bytes  outstanding/QP  MsgRate[Mpps]  vs 2 QPs\n");
-	for (tok = strtok_r(copy, ",", &save); tok != NULL;
-	     tok = strtok_r(NULL, ",", &save)) {
-		uint32_t nqp = (uint32_t)strtoul(tok, NULL, 0);
+	for (j = 0; j < n; j++) {
+		uint32_t nqp = want[j] & ~1u;
 
-		if (nqp < 2 || nqp > 32768)
-			die("-Q: QP counts 2 .. 32768", EINVAL);
-		nqp &= ~1u;
 		for (i = 0; i < o->reps; i++)
 			v[i] = dpib_qp_scale(b, nqp, o->rate_size, o->iters);
 		v[0] = median(v, o->reps);
@@ -818,13 +826,10 @@ qp_scale(struct bench *b, const struct opts *o, const char *list)
 			base = v[0];
 		printf(" %-7u %-7u %-15u %-14.3f %.2f\n", nqp, o->rate_size,
 		       QS_DEPTH, v[0] / 1e6, v[0] / base);
-		if (nscale < MAX_SCALE) {
-			scale_qps[nscale] = nqp;
-			scale_rate[nscale++] = v[0];
-		}
+		scale_qps[nscale] = nqp;
+		scale_rate[nscale++] = v[0];
 		fflush(stdout);
 	}
-	free(copy);
 }
 
 /* -E's points (engine_scale), for the table and --json. */
@@ -1141,33 +1146,29 @@ engine_child(uint32_t n, const struct opts *o)
 static void
 engine_scale(const char *self, const struct opts *o, const char *list)
 {
-	char *copy = strdup(list), *tok, *save = NULL, cmd[4096], line[256];
-	uint32_t n;
+	char cmd[4096], line[256];
+	uint32_t want[16], n, j, got;
 	double mpps;
 	FILE *p;
 
-	for (tok = strtok_r(copy, ",", &save); tok != NULL && neng < 16;
-	     tok = strtok_r(NULL, ",", &save)) {
-		n = (uint32_t)strtoul(tok, NULL, 0);
-		if (n < 1 || n > 8)
-			die("-E: engine counts 1 .. 8", EINVAL);
+	n = parse_list("-E", list, 1, 8, want, 16);
+	for (j = 0; j < n; j++) {
 		snprintf(cmd, sizeof(cmd), "DPIB_ENGINES=%u DPIB_ENGINE_MODE="
 			 "inline DPIB_PLACEMENT=cq '%s' --engine-child %u "
-			 "-n %u -r %u -s %u -o %u", n, self, n, o->iters,
-			 o->reps, o->rate_size, o->outstanding);
+			 "-n %u -r %u -s %u -o %u", want[j], self, want[j],
+			 o->iters, o->reps, o->rate_size, o->outstanding);
 		p = popen(cmd, "r");
 		if (p == NULL)
 			die("-E: popen", errno);
 		mpps = -1;
 		while (fgets(line, sizeof(line), p) != NULL)
-			if (sscanf(line, "engines %u %lf", &n, &mpps) == 2)
+			if (sscanf(line, "engines %u %lf", &got, &mpps) == 2)
 				break;
 		if (pclose(p) != 0 || mpps < 0)
 			die("-E: the child failed", EIO);
-		eng_count[neng] = n;
+		eng_count[neng] = want[j];
 		eng_rate[neng++] = mpps * 1e6;
 	}
-	free(copy);
 }
 
 static void
@@ -1257,9 +1258,24 @@ main(int argc, char **argv)
 		case 'l': o.lat_size = strtoul(optarg, NULL, 0); break;
 		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
 		case 'c': counters = 1; break;
-		case 'Q': scale = optarg; break;
-		case 'E': engines = optarg; break;
-		case 'S': sweep_parse(optarg); break;
+		case 'Q':
+		case 'E': {
+			uint32_t tmp[MAX_SCALE];
+
+			/* Checked now, run later. */
+			parse_list(c == 'Q' ? "-Q" : "-E", optarg, c == 'Q' ?
+				   2 : 1, c == 'Q' ? 32768 : 8, tmp,
+				   c == 'Q' ? MAX_SCALE : 16);
+			if (c == 'Q')
+				scale = optarg;
+			else
+				engines = optarg;
+			break;
+		}
+		case 'S':
+			nsweep = parse_list("-S", optarg, 1, 1u << 20,
+					    sweep_size, MAX_SIZES);
+			break;
 		case 'Z': plot_sizes = optarg; break;
 		case 'C': child = strtol(optarg, NULL, 0); break;
 		case 'J': json = optarg; break;
