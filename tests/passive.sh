@@ -7,7 +7,8 @@
 # removed at exit) and over memif:
 #   - passive_target (tests/passive_target.c): a server that sleeps in
 #     poll() while 100,000 WRITEs, READs and atomics run into its memory,
-#     in each engine mode; RNR retries and transport-timer resends of a
+#     in each engine mode, and over af_packet with two engines a side on
+#     two queue pairs; RNR retries and transport-timer resends of a
 #     requester that sleeps, in each engine mode;
 #   - Debian's perftest programs, unmodified, with the shipped two-process
 #     configuration's mode (inline) and with adaptive engines: bandwidth
@@ -96,6 +97,20 @@ target_ok() {
 
 targets() {
 	local link=$1 mode
+	# Two engines a side on two queue pairs (af_packet's qpairs: the
+	# kernel's fanout hash picks the queue, so frames for a QP of one
+	# engine arrive on the other's and are handed over).
+	if [ "$link" = af_packet ]; then
+		for mode in inline adaptive; do
+			confs "$link" $mode $mode
+			sed -i 's/^port = \(.*\)$/port = \1,qpairs=2/' \
+				"$tmp/s.conf" "$tmp/c.conf"
+			two "$link" "server $mode, 2 engines" target_ok \
+				"DPIB_ENGINES=2 DPIB_PLACEMENT=spread" \
+				"DPIB_ENGINES=2 DPIB_PLACEMENT=spread" -- \
+				"$target" ops -
+		done
+	fi
 	for mode in inline adaptive poll; do
 		# The server sleeps; the client drives (inline).
 		confs "$link" $mode inline
