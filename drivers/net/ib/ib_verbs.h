@@ -507,9 +507,8 @@ struct ib_shard {
 	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
 	struct rte_ring *handoff;	/* frames other engines took in for
 					 * its QPs, MP/SC */
-	struct rte_mempool_cache *mc;	/* its mbufs of dev->pool: threads
-					 * that drive it in inline mode have
-					 * no lcore cache of their own */
+	struct rte_mempool_cache *mc;	/* its mbufs of dev->pool, for
+					 * threads without an lcore cache */
 	struct ib_wake wake;		/* a frame arrived: wake the engine */
 	struct ib_qp_list active;
 	struct ib_qp_list waiting;	/* QPs that wait for ACKs or timers */
@@ -682,14 +681,31 @@ ib_count(struct ib_dev *dev, enum ib_counter c)
 	ib_sh(dev)->cnt[c]++;
 }
 
-/* A packet buffer from this thread's shard's cache of the device's pool. */
+/*
+ * The mbuf cache this thread uses for the device's pool: its lcore's, as
+ * the PMD uses it too (a buffer the port just freed is reused while still
+ * in the CPU's cache; a cache the PMD never allocates from would turn the
+ * buffers over cold: -35 % for 64 KiB WRITEs over af_packet), else, on a
+ * thread that is no lcore (an application thread driving an engine in
+ * inline mode), the shard's.
+ */
+static inline struct rte_mempool_cache *
+ib_mcache(struct ib_dev *dev)
+{
+	struct rte_mempool_cache *c =
+		rte_mempool_default_cache(dev->pool, rte_lcore_id());
+
+	return likely(c != NULL) ? c : ib_sh(dev)->mc;
+}
+
+/* A packet buffer from this thread's cache of the device's pool. */
 static inline struct rte_mbuf *
 ib_mbuf_alloc(struct ib_dev *dev)
 {
 	struct rte_mbuf *m;
 
 	if (unlikely(rte_mempool_generic_get(dev->pool, (void **)&m, 1,
-					     ib_sh(dev)->mc) != 0))
+					     ib_mcache(dev)) != 0))
 		return NULL;
 	rte_pktmbuf_reset(m);
 	return m;
@@ -706,7 +722,7 @@ ib_mbuf_free(struct ib_dev *dev, struct rte_mbuf *m)
 		m = rte_pktmbuf_prefree_seg(m);
 		if (likely(m != NULL))
 			rte_mempool_generic_put(m->pool, (void **)&m, 1,
-				m->pool == dev->pool ? ib_sh(dev)->mc :
+				m->pool == dev->pool ? ib_mcache(dev) :
 				rte_mempool_default_cache(m->pool,
 							  rte_lcore_id()));
 		m = next;
