@@ -576,17 +576,12 @@ engine_main(void *arg)
 			app_tsc = __atomic_load_n(&e->app_tsc,
 						  __ATOMIC_RELAXED);
 			idle = now > app_tsc ? (now - app_tsc) / us : 0;
-			/* A call inside a pass holds the lock. With several
-			 * engines, a loop spinning for it keeps some thread
-			 * that drives another engine (or this lock's holder,
-			 * preempted) off its CPU: it naps. With one, the loop
-			 * retries and runs the next pass as soon as the
-			 * call's ends (a call whose pass sends through a
-			 * system call is then helped: +20-50 % for 64 B
-			 * WRITEs between two processes over af_packet).
+			/* A call inside a pass holds the lock: it may have
+			 * been preempted, by this loop among others; spinning
+			 * for the lock would keep it off the CPU.
 			 */
 			if (idle < eng.takeover_us ||
-			    (eng.n > 1 && rte_spinlock_is_locked(&e->run))) {
+			    rte_spinlock_is_locked(&e->run)) {
 				rte_delay_us_sleep(defer_nap(RTE_MIN(idle,
 						(uint64_t)eng.takeover_us), ++streak));
 				continue;
