@@ -536,20 +536,10 @@ main(void)
 {
 	const char *place = getenv("DPIB_PLACEMENT");
 	struct ibv_device **list;
-	int n;
 
-	list = ibv_get_device_list(&n);
-	CHECK(list != NULL && n > 0, "no device");
-	ctx = ibv_open_device(list[0]);
-	CHECK(ctx != NULL, "open");
-	pd = ibv_alloc_pd(ctx);
-	buf = aligned_alloc(4096, BUF_LEN);
-	CHECK(pd != NULL && buf != NULL, "pd, buffer");
-	memset(buf, 0, BUF_LEN);
-	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			IBV_ACCESS_REMOTE_ATOMIC);
-	CHECK(mr != NULL, "reg_mr");
+	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC, &mr);
 	if (place != NULL && strcmp(place, "spread") == 0) {
 		RUN(placement_spread);
 		RUN(cross_engine_rc);

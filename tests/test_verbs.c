@@ -22,17 +22,8 @@ struct ibv_mr *mr;
 static void
 open_all(void)
 {
-	list = ibv_get_device_list(NULL);
-	CHECK(list != NULL && list[0] != NULL, "device");
-	ctx = ibv_open_device(list[0]);
-	CHECK(ctx != NULL, "open");
-	pd = ibv_alloc_pd(ctx);
-	buf = aligned_alloc(4096, BUF_LEN);
-	CHECK(pd != NULL && buf != NULL, "pd");
-	memset(buf, 0, BUF_LEN);
-	mr = ibv_reg_mr(pd, buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
-			IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	CHECK(mr != NULL, "mr");
+	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr);
 }
 
 char capture_path[64];

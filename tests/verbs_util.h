@@ -303,6 +303,29 @@ create_cq_ex_errno(struct ibv_context *ctx, uint64_t wc_flags,
 	return 0;
 }
 
+/*
+ * The first device opened, a PD, @len zeroed bytes (page aligned) and
+ * their MR with @access: what most tests start from.
+ */
+static inline struct ibv_context *
+open_first(struct ibv_device ***list, struct ibv_pd **pd, uint8_t **buf,
+	   size_t len, int access, struct ibv_mr **mr)
+{
+	struct ibv_context *c;
+
+	*list = ibv_get_device_list(NULL);
+	CHECK(*list != NULL && (*list)[0] != NULL, "no device");
+	c = ibv_open_device((*list)[0]);
+	CHECK(c != NULL, "open");
+	*pd = ibv_alloc_pd(c);
+	*buf = aligned_alloc(4096, len);
+	CHECK(*pd != NULL && *buf != NULL, "pd, buffer");
+	memset(*buf, 0, len);
+	*mr = ibv_reg_mr(*pd, *buf, len, access);
+	CHECK(*mr != NULL, "reg_mr");
+	return c;
+}
+
 /* The device counter called @name (dpib_counters()); a missing one fails. */
 static inline uint64_t
 dev_counter(struct ibv_context *ctx, const char *name)
