@@ -173,16 +173,31 @@ qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
 		die("modify to RTS", err);
 }
 
+/*
+ * -d: the device by name (perftest's option); the first one without it.
+ * The pairs loop through the device itself: a loopback device.
+ */
+static const char *dev_name;
+static char dev_label[64] = "dpib0";
+
 /* Device, PD and MR; no QP yet, so no engine. */
 static void
 bench_open(struct bench *b)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_port_attr pa;
+	int i = 0;
 
 	if (list == NULL || list[0] == NULL)
 		die("no dpib device", errno ? errno : ENODEV);
-	b->ctx = ibv_open_device(list[0]);
+	while (dev_name != NULL && list[i] != NULL &&
+	       strcmp(ibv_get_device_name(list[i]), dev_name) != 0)
+		i++;
+	if (list[i] == NULL)
+		die(dev_name, ENODEV);
+	snprintf(dev_label, sizeof(dev_label), "%s",
+		 ibv_get_device_name(list[i]));
+	b->ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (b->ctx == NULL || ibv_query_port(b->ctx, 1, &pa) != 0)
 		die("open device", errno);
@@ -525,7 +540,7 @@ print_header(const char *title, const struct opts *o)
 {
 	printf("\n---------------------------------------------------------------------------------------\n");
 	printf("                    %s\n", title);
-	printf(" Device         : dpib0 (embedded loopback, net_ring port)\n");
+	printf(" Device         : %s (loopback, net_ring port)\n", dev_label);
 	printf(" Transport type : IB over RoCEv2 (UDP 4791), RC\n");
 	printf(" Repetitions    : %u (medians reported)\n", o->reps);
 	printf(" Raw DPDK path  : net_ring ports, this thread -> worker on the engine lcore\n");
@@ -846,8 +861,8 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 
 	if (f == NULL)
 		die(path, errno);
-	fprintf(f, "{\"tool\":\"dpib-perf\",\"device\":\"dpib0\","
-		"\"port\":\"net_ring loopback\",\"repetitions\":%u,"
+	fprintf(f, "{\"tool\":\"dpib-perf\",\"device\":\"%s\",", dev_label);
+	fprintf(f, "\"port\":\"net_ring loopback\",\"repetitions\":%u,"
 		"\"path_mtu\":%u,\"tsc_hz\":%" PRIu64 ",\n", o->reps, b->mtu,
 		rte_get_tsc_hz());
 	fprintf(f, " \"write_rate\":{\"bytes\":%u,\"mpps\":%.4f,"
@@ -1155,8 +1170,10 @@ engine_scale(const char *self, const struct opts *o, const char *list)
 	for (j = 0; j < n; j++) {
 		snprintf(cmd, sizeof(cmd), "DPIB_ENGINES=%u DPIB_ENGINE_MODE="
 			 "inline DPIB_PLACEMENT=cq '%s' --engine-child %u "
-			 "-n %u -r %u -s %u -o %u", want[j], self, want[j],
-			 o->iters, o->reps, o->rate_size, o->outstanding);
+			 "-n %u -r %u -s %u -o %u%s%s", want[j], self, want[j],
+			 o->iters, o->reps, o->rate_size, o->outstanding,
+			 dev_name != NULL ? " -d " : "",
+			 dev_name != NULL ? dev_name : "");
 		p = popen(cmd, "r");
 		if (p == NULL)
 			die("-E: popen", errno);
@@ -1191,10 +1208,12 @@ print_engine_scale(const struct opts *o)
 static void
 usage(void)
 {
-	printf("usage: dpib-perf [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
+	printf("usage: dpib-perf [-d DEVICE] [-n ITERS] [-r REPS] [-s RATE_SIZE]\n"
 	       "                 [-b BW_SIZE] [-l LAT_SIZE] [-o OUTSTANDING] [-c]\n"
 	       "                 [-S SIZE,...] [-E N,N,...] [-Q QPS,QPS,...]\n"
 	       "                 [--json FILE] [--plot FILE] [--plot-sizes FILE]\n"
+	       "  -d  the device, a loopback one (default: the first device)\n"
+	       "  -o, -t  WRs outstanding in the rate tests (perftest's -t)\n"
 	       "  -c  print the device counters that moved, after the run\n"
 	       "  -S  also the RDMA WRITE rate and bandwidth at these message\n"
 	       "      sizes, beside the raw path, e.g. -S 8,64,512,4096,65536\n"
@@ -1248,7 +1267,7 @@ main(int argc, char **argv)
 	};
 	const char *json = NULL, *plot = NULL, *plot_sizes = NULL;
 
-	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:cQ:E:S:h", lo,
+	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:t:d:cQ:E:S:h", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'n': o.iters = strtoul(optarg, NULL, 0); break;
@@ -1256,7 +1275,9 @@ main(int argc, char **argv)
 		case 's': o.rate_size = strtoul(optarg, NULL, 0); break;
 		case 'b': o.bw_size = strtoul(optarg, NULL, 0); break;
 		case 'l': o.lat_size = strtoul(optarg, NULL, 0); break;
-		case 'o': o.outstanding = strtoul(optarg, NULL, 0); break;
+		case 'o':
+		case 't': o.outstanding = strtoul(optarg, NULL, 0); break;
+		case 'd': dev_name = optarg; break;
 		case 'c': counters = 1; break;
 		case 'Q':
 		case 'E': {
