@@ -149,17 +149,17 @@ reg_checks_memory(void)
 	/* ibv_rereg_mr: the same checks for the new translation or rights. */
 	errno = 0;
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_ACCESS, NULL, NULL, 0,
-			   IBV_ACCESS_LOCAL_WRITE) == IBV_REREG_MR_ERR_INPUT &&
+			   IBV_ACCESS_LOCAL_WRITE) == IBV_REREG_MR_ERR_CMD &&
 	      errno == EFAULT, "rereg: write rights on read-only memory: %d",
 	      errno);
 	errno = 0;
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, m + PG,
-			   PG, 0) == IBV_REREG_MR_ERR_INPUT && errno == EFAULT,
+			   PG, 0) == IBV_REREG_MR_ERR_CMD && errno == EFAULT,
 	      "rereg to an unmapped page: %d", errno);
 	errno = 0;
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL,
 			   (void *)(uintptr_t)0xfffffffffffff000ull, 0x2000,
-			   0) == IBV_REREG_MR_ERR_INPUT && errno == EINVAL,
+			   0) == IBV_REREG_MR_ERR_CMD && errno == EINVAL,
 	      "rereg: address + length wraps: %d", errno);
 	CHECK(ibv_rereg_mr(mr, IBV_REREG_MR_CHANGE_TRANSLATION, NULL, m, PG,
 			   0) == 0, "rereg to a mapped page");

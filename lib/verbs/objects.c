@@ -48,17 +48,32 @@ ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 	return ibv_reg_mr_iova2(pd, addr, length, iova, access);
 }
 
-/* ibv_rereg_mr(3): 0, or IBV_REREG_MR_ERR_INPUT with errno (MR unchanged). */
+/*
+ * ibv_rereg_mr(3), as rdma-core splits its failures: what libibverbs checks
+ * itself (unknown flags, a translation without address or length, access
+ * flags without IBV_REREG_MR_CHANGE_ACCESS) is IBV_REREG_MR_ERR_INPUT; what
+ * the provider refuses (no flags, rights, memory, a bound window) is
+ * IBV_REREG_MR_ERR_CMD, as a kernel command failing with rxe or mlx5. In
+ * both cases errno says why and the MR is unchanged.
+ */
 int
 ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 	     size_t length, int access)
 {
-	int err = hca_rereg_mr(ctx_hw(mr->context), mr, flags, pd, addr,
-			       length, access);
+	int err;
 
+	if ((flags & ~IBV_REREG_MR_FLAGS_SUPPORTED) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) &&
+	     (addr == NULL || length == 0)) ||
+	    (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	err = hca_rereg_mr(ctx_hw(mr->context), mr, flags, pd, addr, length,
+			   access);
 	if (err) {
 		errno = err;
-		return IBV_REREG_MR_ERR_INPUT;
+		return IBV_REREG_MR_ERR_CMD;
 	}
 	return 0;
 }
