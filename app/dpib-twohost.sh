@@ -17,6 +17,7 @@ reps=${2:-5}
 run="$build/app/dpib-run"
 pkt="$build/app/dpib-pktperf"
 tmp=$(mktemp -d /tmp/dpib-twohost.XXXXXX)
+. "$(dirname "$0")/../tests/two_hosts.sh"	# veth_pair
 A="ip netns exec dpib-th-a"
 B="ip netns exec dpib-th-b"
 
@@ -28,19 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 setup() {
-	ip netns add dpib-th-a && ip netns add dpib-th-b &&
-	ip link add dpib-ta netns dpib-th-a type veth peer name dpib-tb \
-		netns dpib-th-b || exit 1
-	ip -n dpib-th-a addr add 192.0.2.1/24 dev dpib-ta
-	ip -n dpib-th-b addr add 192.0.2.2/24 dev dpib-tb
-	# No IPv6 chatter (DAD, router and listener reports) on the link
-	# while it is measured.
-	ip netns exec dpib-th-a sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-	ip netns exec dpib-th-b sysctl -qw net.ipv6.conf.all.disable_ipv6=1
-	ip -n dpib-th-a link set dpib-ta mtu 9000 up
-	ip -n dpib-th-b link set dpib-tb mtu 9000 up
-	ip -n dpib-th-a link set lo up
-	ip -n dpib-th-b link set lo up
+	veth_pair dpib-th-a dpib-ta dpib-th-b dpib-tb 9000 noipv6 || exit 1
 	local m="net_memif0,socket=$tmp/memif.sock,socket-abstract=no"
 	printf '[engine]\nmode = inline\n[device dpib0]\nport = %s\n%s\n%s\n' \
 		net_af_packet0,iface=dpib-ta "ip = 192.0.2.11" "mtu = 9000" \

@@ -2,8 +2,9 @@
 # Copyright(c) 2026 dpib authors
 #
 # Sourced by the scripts that run two processes as two hosts
-# (multiprocess.sh, passive.sh): the verdict lines and their counts, the
-# perftest result check, and the veth pair between two namespaces.
+# (multiprocess.sh, passive.sh, app/dpib-twohost.sh): the verdict lines and
+# their counts, the perftest result check, and the veth pair between two
+# namespaces.
 
 passed=0
 failed=0
@@ -19,15 +20,21 @@ perftest_ok() {
 	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
 }
 
-# veth_pair NS_A IF_A NS_B IF_B MTU: two namespaces joined by a veth pair,
-# 192.0.2.1/24 on A's end and .2 on B's (the programs' TCP exchange; the
-# RoCE devices take other addresses on the same link), loopback up.
+# veth_pair NS_A IF_A NS_B IF_B MTU [noipv6]: two namespaces joined by a
+# veth pair, 192.0.2.1/24 on A's end and .2 on B's (the programs' TCP
+# exchange; the RoCE devices take other addresses on the same link),
+# loopback up. noipv6: IPv6 off before the link comes up (no DAD, router
+# or listener reports on a link being measured).
 veth_pair() {
 	ip netns add "$1" && ip netns add "$3" &&
 	ip link add "$2" netns "$1" type veth peer name "$4" netns "$3" ||
 		return 1
 	ip -n "$1" addr add 192.0.2.1/24 dev "$2"
 	ip -n "$3" addr add 192.0.2.2/24 dev "$4"
+	if [ "${6:-}" = noipv6 ]; then
+		ip netns exec "$1" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+		ip netns exec "$3" sysctl -qw net.ipv6.conf.all.disable_ipv6=1
+	fi
 	ip -n "$1" link set "$2" mtu "$5" up
 	ip -n "$3" link set "$4" mtu "$5" up
 	ip -n "$1" link set lo up
