@@ -106,6 +106,8 @@ bad_file placement 2 'placement = random' 'must be cq or spread'
 bad_file memory 2 'memory = 64k' 'must be [0-9]+\.\.[0-9]+ \(MiB\)'
 { echo '[eal]'; echo 'hugepages = maybe'; device e; } >"$dir/hugepages.conf"
 bad_file hugepages 2 'hugepages = maybe' 'must be auto, yes or no'
+{ device d; echo 'dma = maybe'; } >"$dir/dma.conf"
+bad_file dma 4 'dma = maybe' 'must be auto, on or off'
 { device f; echo 'faults = drop=nan'; } >"$dir/faults.conf"
 bad_file faults 4 'faults = drop=nan' 'drop must be 0\.\.1'
 { device f; echo 'faults = rate_mbps=100,ecn_kmin=0'; } >"$dir/ecn.conf"

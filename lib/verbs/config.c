@@ -492,6 +492,29 @@ set_link_wait_ms(struct parser *p, const char *val)
 	return 0;
 }
 
+/* dma = auto | on | off: MRs registered with DPDK for the port's DMA. */
+static int
+parse_dma(const char *val, int *out)
+{
+	if (strcmp(val, "auto") == 0)
+		*out = IB_DMA_AUTO;
+	else if (strcmp(val, "on") == 0 || strcmp(val, "yes") == 0)
+		*out = IB_DMA_ON;
+	else if (strcmp(val, "off") == 0 || strcmp(val, "no") == 0)
+		*out = IB_DMA_OFF;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int
+set_dma(struct parser *p, const char *val)
+{
+	if (parse_dma(val, &cur_dev(p)->dma) != 0)
+		return refuse(p, "must be auto, on or off");
+	return 0;
+}
+
 static int
 set_loopback(struct parser *p, const char *val)
 {
@@ -578,6 +601,7 @@ static const struct key device_keys[] = {
 	{ "mtu", set_mtu, 0 },
 	{ "loopback", set_loopback, 0 },
 	{ "link_wait_ms", set_link_wait_ms, 0 },
+	{ "dma", set_dma, 0 },
 	{ "faults", set_faults, 0 },
 	{ "faults_req", set_faults_req, 0 },
 	{ "faults_resp", set_faults_resp, 0 },
@@ -850,18 +874,25 @@ apply_env(struct dpib_config *cfg)
 {
 	const char *cap = getenv("DPIB_CAPTURE");
 	const char *faults = getenv("DPIB_FAULTS");
+	const char *dma = getenv("DPIB_DMA");
 	char why[256];
 	unsigned int i;
-	int ret;
+	int ret, dma_mode = -1;
 
 	if (faults != NULL && *faults != '\0' &&
 	    check_faults(faults, why, sizeof(why)) != 0) {
 		DPIB_LOG(ERR, "DPIB_FAULTS=%s: %s", faults, why);
 		return -EINVAL;
 	}
+	if (dma != NULL && *dma != '\0' && parse_dma(dma, &dma_mode) != 0) {
+		DPIB_LOG(ERR, "DPIB_DMA=%s: must be auto, on or off", dma);
+		return -EINVAL;
+	}
 	for (i = 0; i < cfg->ndev; i++) {
 		struct ib_dev_conf *d = &cfg->dev[i];
 
+		if (dma_mode >= 0)
+			d->dma = dma_mode;
 		/* Tests inject faults into any configuration this way. */
 		if (faults != NULL && *faults != '\0' &&
 		    (ib_fault_parse(faults, &d->fault[0]) != 0 ||

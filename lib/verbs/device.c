@@ -360,6 +360,12 @@ dpib_qp_engine(struct ibv_qp *qp)
 }
 
 int
+dpib_mr_dma(struct ibv_mr *mr)
+{
+	return hca_mr_dma(mr);
+}
+
+int
 dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len)
 {
 	int ret = ib_inject(ctx_hw(ctx), frame, len);

@@ -83,6 +83,29 @@ int dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st,
 int dpib_qp_engine(struct ibv_qp *qp);
 
 /**
+ * Can the device's port DMA from this MR's memory? 1 when the MR is
+ * registered with DPDK (external memory, mapped for the port's device
+ * where an IOMMU translates) or lies in DPDK's own memory; 0 when the
+ * device does no DMA registration (a virtual port, `dma = off`) or the
+ * memory could not be registered (the MR then works through the CPU copy;
+ * the log says why).
+ */
+int dpib_mr_dma(struct ibv_mr *mr);
+
+/**
+ * Memory ready to be registered for DMA: @p len bytes rounded up to whole
+ * pages of the system's default hugepage size, mapped, populated and
+ * zeroed. Without free hugepages it falls back to ordinary pages (the log
+ * says so once); *page_size (when not NULL) tells which.
+ *
+ * @return the buffer, or NULL with errno set. Free with dpib_free_buf().
+ */
+void *dpib_alloc_buf(size_t len, size_t *page_size);
+
+/** Unmap a buffer from dpib_alloc_buf(); EINVAL for anything else. */
+int dpib_free_buf(void *buf);
+
+/**
  * Hand a raw Ethernet frame to a device's receive path as if its port had
  * delivered it. For tests and fuzzing: frames from scapy, replays of
  * captures. The frame is copied; it is processed asynchronously by the

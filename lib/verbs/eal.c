@@ -29,7 +29,7 @@
 RTE_LOG_REGISTER(dpib_logtype, lib.dpib, NOTICE);
 
 /* The arguments dpib chooses (at most 10), the user's, and NULL. */
-#define MAX_ARGS (16 + DPIB_MAX_EAL_ARGS)
+#define MAX_ARGS (16 + 2 * DPIB_MAX_DEVICES + DPIB_MAX_EAL_ARGS)
 
 static pthread_once_t init_once = PTHREAD_ONCE_INIT;
 static int init_err;
@@ -231,6 +231,17 @@ dpib_exit(void)
 	remove_runtime_dir();
 }
 
+/* Do the [eal] args pick PCI devices themselves (-a, -b, --allow ...)? */
+static int
+eal_args_choose_pci(void)
+{
+	const char *a = config.eal_args;
+
+	return strstr(a, "-a ") != NULL || strstr(a, "-b ") != NULL ||
+	       strstr(a, "--allow") != NULL || strstr(a, "--block") != NULL ||
+	       strstr(a, "-a\t") != NULL || strstr(a, "-b\t") != NULL;
+}
+
 static int
 eal_start(void)
 {
@@ -255,6 +266,17 @@ eal_start(void)
 	argv[argc++] = "--log-level=lib.dpib:notice";
 	if (!pci)
 		argv[argc++] = "--no-pci";
+	/*
+	 * Only the configured PCI functions: EAL would otherwise take every
+	 * device bound to vfio-pci on the machine, other programs' too.
+	 */
+	for (i = 0; pci && !eal_args_choose_pci() && i < config.ndev &&
+	     argc < MAX_ARGS - 2; i++) {
+		if (strncmp(config.dev[i].port, "net_", 4) == 0)
+			continue;
+		argv[argc++] = "-a";
+		argv[argc++] = config.dev[i].port;
+	}
 	if (config.hugepages == 1 ||
 	    (config.hugepages == -1 && hugepages_usable())) {
 		argv[argc++] = "--in-memory";

@@ -94,6 +94,7 @@ uint32_t hca_engines(const struct ib_dev *dev);
 void hca_engine_stats(const struct ib_dev *dev, uint32_t k,
 		      struct hca_engine_stats *st);
 uint32_t hca_qp_engine(struct ibv_qp *qp);
+int hca_mr_dma(struct ibv_mr *mr);
 uint32_t ib_dcqcn_rates(struct ib_dev *dev, uint32_t *qpn, uint32_t *mbps,
 			uint32_t max);
 

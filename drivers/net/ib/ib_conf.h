@@ -57,6 +57,12 @@ struct ib_fault_rates {
 
 
 /* Device configuration, filled by lib/verbs from the config file. */
+enum ib_dma_mode {
+	IB_DMA_AUTO,		/* on a PCI port */
+	IB_DMA_ON,
+	IB_DMA_OFF,
+};
+
 struct ib_dev_conf {
 	char name[64];		/* dpibN */
 	char port[256];		/* vdev devargs or PCI address */
@@ -67,6 +73,7 @@ struct ib_dev_conf {
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
 	uint32_t link_wait_ms;	/* ibv_open_device waits for the link */
+	int dma;		/* enum ib_dma_mode: MRs registered for DMA */
 	int lcore;		/* engine lcore (engine k: lcore + k) */
 	uint32_t engines;	/* engines of the process (1..IB_MAX_ENGINES) */
 	int placement;		/* enum ib_placement */

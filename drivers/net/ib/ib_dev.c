@@ -329,6 +329,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		IB_LOG(ERR, "%s: cannot open port '%s'", conf->name, conf->port);
 		goto err;
 	}
+	ib_dma_dev_init(dev);
 	ret = port_start(dev);
 	if (ret != 0) {
 		IB_LOG(ERR, "%s: cannot start port %u: %s", conf->name,
@@ -643,6 +644,12 @@ uint32_t
 hca_qp_engine(struct ibv_qp *qp)
 {
 	return to_qp(qp)->sh->id;
+}
+
+int
+hca_mr_dma(struct ibv_mr *mr)
+{
+	return to_mr(mr)->dma;
 }
 
 int

@@ -113,6 +113,17 @@ ib_pace_ok(struct ib_qp *qp)
 	return likely(!qp->rp.limited) || ib_dcqcn_may_send(qp);
 }
 
+/* ib_dma.c: MRs a NIC can DMA from */
+struct ib_dma_stats {
+	uint64_t regions;	/* external memory registrations */
+	uint64_t bytes;		/* in them */
+	uint64_t fallbacks;	/* MRs left to the CPU copy */
+};
+void ib_dma_dev_init(struct ib_dev *dev);
+void ib_dma_mr_attach(struct ib_mr *mr);
+void ib_dma_mr_detach(struct ib_mr *mr);
+void ib_dma_stats_get(struct ib_dma_stats *st);
+
 /* ib_memhook.c: registered memory and the address space */
 int ib_mem_hooked(void);
 int ib_mem_mapped(uintptr_t lo, uintptr_t hi, int write);

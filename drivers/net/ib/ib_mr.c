@@ -134,7 +134,9 @@ ib_mr_reg(struct ib_dev *dev, struct ib_pd *pd, void *addr, size_t len,
 			return err;
 		}
 	}
+	ib_dma_mr_attach(mr);
 	if (key_publish(dev, mr) != 0) {
+		ib_dma_mr_detach(mr);
 		if (len != 0)
 			ib_mem_untrack(mr);
 		rte_free(mr);
@@ -185,6 +187,7 @@ ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
 		return err;
 	/* Past a quiescent point of the engine no packet uses the MR. */
 	ib_engine_quiesce(dev);
+	ib_dma_mr_detach(mr);
 	ib_mem_untrack(mr);
 	rte_free(mr);
 	return 0;
@@ -385,6 +388,10 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 	if (flags & IBV_REREG_MR_CHANGE_TRANSLATION) {
 		mr->ibv.addr = addr;
 		mr->ibv.length = len;
+		/* Past a quiescent point no packet uses the old pages. */
+		ib_engine_quiesce(dev);
+		ib_dma_mr_detach(mr);
+		ib_dma_mr_attach(mr);
 	}
 	return 0;
 }

@@ -72,6 +72,7 @@ struct ib_pd {
 enum ib_key_kind {
 	IB_KEY_MR,
 	IB_KEY_MW,
+	IB_KEY_REGION,	/* never in the table: ib_dma.c's, watched */
 };
 
 /*
@@ -92,6 +93,11 @@ struct ib_mr {
 	uint32_t deaths;	/* MR: times ib_memhook.c found it changed */
 	uintptr_t hook_lo, hook_hi;	/* MR: the range ib_memhook.c watches */
 	struct ib_dev *dev;
+	/* MR: known to DPDK for the port's DMA (ib_dma.c); the pages it
+	 * holds regions of, 0 when none (DPDK's own memory, or no DMA).
+	 */
+	uint8_t dma;
+	uintptr_t dma_lo, dma_hi;
 };
 
 /*
@@ -525,6 +531,9 @@ struct ib_shard {
 struct ib_dev {
 	struct ib_dev_conf conf;
 	uint16_t port_id;
+	struct rte_device *rte_dev;	/* the port's device */
+	uint8_t dma;		/* MRs are registered for DMA (ib_dma.c) */
+	uint8_t dma_pci;	/* the port is a PCI function */
 	struct rte_ether_addr mac;
 	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
 	uint32_t ngid;
