@@ -108,6 +108,8 @@ bad_file memory 2 'memory = 64k' 'must be [0-9]+\.\.[0-9]+ \(MiB\)'
 bad_file hugepages 2 'hugepages = maybe' 'must be auto, yes or no'
 { device d; echo 'dma = maybe'; } >"$dir/dma.conf"
 bad_file dma 4 'dma = maybe' 'must be auto, on or off'
+{ device z; echo 'zero_copy = 0'; } >"$dir/zero_copy.conf"
+bad_file zero_copy 4 'zero_copy = 0' 'must be auto, off or 1\.\.65536 \(bytes\)'
 { device f; echo 'faults = drop=nan'; } >"$dir/faults.conf"
 bad_file faults 4 'faults = drop=nan' 'drop must be 0\.\.1'
 { device f; echo 'faults = rate_mbps=100,ecn_kmin=0'; } >"$dir/ecn.conf"

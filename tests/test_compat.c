@@ -78,32 +78,6 @@ expect_wc(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_status status,
 		CHECK(wc.byte_len == byte_len, "byte_len %u", wc.byte_len);
 }
 
-/* UC: Reset -> RTS toward @dest (UC takes no READ/atomic attributes). */
-static void
-uc_connect(struct ibv_qp *qp, uint32_t dest, enum ibv_mtu mtu)
-{
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
-
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "UC INIT");
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = mtu;
-	a.dest_qp_num = dest;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid) == 0,
-	      "GID");
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
-			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			    IBV_QP_RQ_PSN) == 0, "UC RTR");
-	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
-	      "UC RTS");
-}
-
 /* RC and UC through ibv_post_send: every opcode with no bytes. */
 static void
 zero_length_classic(void)

@@ -24,6 +24,7 @@
 #define PG 4096
 
 static struct ibv_device **list;
+static int zero_copy_on;		/* DPIB_ZERO_COPY not "off" */
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
 
@@ -296,6 +297,133 @@ data_through_dma_mrs(void)
 	pair_close(&p);
 }
 
+/*
+ * Zero copy (the loopback device takes chained frames): RC and UC WRITE
+ * and SEND of whole MTU packets go out pointing into the MR, messages
+ * whose packets straddle SGEs fall back to the copy, and every byte lands
+ * where it belongs. Returns the packets sent zero-copy.
+ */
+static uint64_t
+zero_copy_run(enum ibv_qp_type type)
+{
+	struct pair_opts o = {
+		.buflen = 4 << 20, .max_wr = 16, .max_sge = 2,
+		.mr_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+		.qp_access = IBV_ACCESS_REMOTE_WRITE, .timeout = 14,
+		.retry_cnt = 7, .rnr_retry = 7,
+	};
+	size_t q = o.buflen / 4, lens[] = { 65536, 1 << 20, 5000, 4096 };
+	struct ibv_recv_wr rwr, *rbad;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge[2], rsge;
+	uint64_t before, after;
+	struct ibv_wc wc;
+	struct pair p;
+	unsigned int i, op;
+
+	pair_open(&p, &o);
+	if (type == IBV_QPT_UC) {	/* the same pair, unreliable */
+		for (i = 0; i < 2; i++) {
+			struct ibv_qp_init_attr ia = {
+				.qp_type = IBV_QPT_UC, .cap = pair_cap(&o),
+				.send_cq = p.cq[i], .recv_cq = p.cq[i],
+			};
+
+			CHECK(ibv_destroy_qp(p.qp[i]) == 0, "destroy");
+			p.qp[i] = ibv_create_qp(p.pd, &ia);
+			CHECK(p.qp[i] != NULL, "UC QP");
+		}
+		uc_connect(p.qp[0], p.qp[1]->qp_num, p.mtu);
+		uc_connect(p.qp[1], p.qp[0]->qp_num, p.mtu);
+	} else {
+		pair_connect(&p, &o);
+	}
+	before = dev_counter(p.ctx, "tx_zero_copy_packets");
+	for (i = 0; i < DIM(lens); i++)
+		for (op = 0; op < 2; op++) {
+			size_t len = lens[i];
+			int split = len == 5000;	/* two SGEs */
+
+			fill_pattern(p.buf, len, i * 2 + op + 7);
+			memset(p.buf + 2 * q, 0, len);
+			sge[0] = (struct ibv_sge){ .addr = (uintptr_t)p.buf,
+				.length = split ? 1000 : len,
+				.lkey = p.mr->lkey };
+			sge[1] = (struct ibv_sge){ .addr = (uintptr_t)p.buf +
+				1000, .length = len - 1000, .lkey = p.mr->lkey };
+			wr = (struct ibv_send_wr){ .sg_list = sge,
+				.num_sge = split ? 2 : 1,
+				.opcode = op ? IBV_WR_SEND : IBV_WR_RDMA_WRITE,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { .rkey = p.mr->rkey,
+					.remote_addr = (uintptr_t)p.buf + 2 * q },
+			};
+			if (op) {
+				rsge = (struct ibv_sge){ .length = len,
+					.addr = (uintptr_t)p.buf + 2 * q,
+					.lkey = p.mr->lkey };
+				rwr = (struct ibv_recv_wr){ .sg_list = &rsge,
+					.num_sge = 1 };
+				CHECK(ibv_post_recv(p.qp[1], &rwr, &rbad) == 0,
+				      "post_recv");
+			}
+			CHECK(ibv_post_send(p.qp[0], &wr, &bad) == 0, "post");
+			CHECK(poll_one(p.cq[0], &wc, 10) &&
+			      wc.status == IBV_WC_SUCCESS, "%zu op %u: %d",
+			      len, op, wc.status);
+			if (op)
+				CHECK(poll_one(p.cq[1], &wc, 10) &&
+				      wc.status == IBV_WC_SUCCESS &&
+				      wc.byte_len == len, "recv %zu", len);
+			else	/* UC: the data follows the send completion */
+				for (int t = 0; t < 1000 &&
+				     memcmp(p.buf, p.buf + 2 * q, len) != 0; t++)
+					usleep(1000);
+			CHECK(memcmp(p.buf, p.buf + 2 * q, len) == 0,
+			      "%zu op %u: data", len, op);
+		}
+	/* A bad lkey on a zero-copy-sized message is still caught. */
+	sge[0] = (struct ibv_sge){ .addr = (uintptr_t)p.buf, .length = 65536,
+				   .lkey = p.mr->lkey + 1 };
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.num_sge = 1;
+	CHECK(ibv_post_send(p.qp[0], &wr, &bad) == 0, "post bad lkey");
+	CHECK(poll_one(p.cq[0], &wc, 10) && wc.status == IBV_WC_LOC_PROT_ERR,
+	      "bad lkey: status %d", wc.status);
+	after = dev_counter(p.ctx, "tx_zero_copy_packets");
+	CHECK(ibv_destroy_qp(p.qp[0]) == 0 && ibv_destroy_qp(p.qp[1]) == 0,
+	      "destroy");
+	p.qp[0] = p.qp[1] = NULL;
+	CHECK(ibv_destroy_cq(p.cq[0]) == 0 && ibv_destroy_cq(p.cq[1]) == 0 &&
+	      ibv_dereg_mr(p.mr) == 0 && ibv_dealloc_pd(p.pd) == 0 &&
+	      ibv_close_device(p.ctx) == 0, "close");
+	ibv_free_device_list(p.list);
+	free(p.buf);
+	return after - before;
+}
+
+/*
+ * MTU 4096: 16 + 256 + 1 packets a message kind (5000 bytes over two
+ * SGEs: none), 273 x 2 in all.
+ */
+static void
+zero_copy_rc(void)
+{
+	uint64_t n = zero_copy_run(IBV_QPT_RC);
+
+	CHECK(zero_copy_on ? n == 2 * (16 + 256 + 1) : n == 0,
+	      "%lu packets zero-copy", (unsigned long)n);
+}
+
+static void
+zero_copy_uc(void)
+{
+	uint64_t n = zero_copy_run(IBV_QPT_UC);
+
+	CHECK(zero_copy_on ? n == 2 * (16 + 256 + 1) : n == 0,
+	      "%lu packets zero-copy", (unsigned long)n);
+}
+
 /* Without DMA registration (a virtual port by default) nothing is. */
 static void
 virtual_port_registers_nothing(void)
@@ -328,6 +456,10 @@ main(void)
 	}
 	pd = ibv_alloc_pd(ctx);
 	CHECK(pd != NULL, "pd");
+	zero_copy_on = getenv("DPIB_ZERO_COPY") == NULL ||
+		       strcmp(getenv("DPIB_ZERO_COPY"), "off") != 0;
+	RUN(zero_copy_rc);
+	RUN(zero_copy_uc);
 	if (!on) {
 		RUN(virtual_port_registers_nothing);
 	} else {

@@ -211,6 +211,32 @@ qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const struct pair_opts *o,
 	qp_connect_to(qp, dest_qpn, &gid, o, mtu, rq_psn, sq_psn);
 }
 
+/* UC: Reset -> RTS toward @dest (UC takes no READ/atomic attributes). */
+static inline void
+uc_connect(struct ibv_qp *qp, uint32_t dest, enum ibv_mtu mtu)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0, "UC INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = mtu;
+	a.dest_qp_num = dest;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_query_gid(qp->context, 1, 0, &a.ah_attr.grh.dgid) == 0,
+	      "GID");
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV |
+			    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			    IBV_QP_RQ_PSN) == 0, "UC RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+	      "UC RTS");
+}
+
 /* PSNs near the 24-bit wrap so that every test crosses it. */
 static inline void
 pair_connect(struct pair *p, const struct pair_opts *o)

@@ -515,6 +515,31 @@ set_dma(struct parser *p, const char *val)
 	return 0;
 }
 
+/* zero_copy = auto | off | BYTES: payloads from this size not copied. */
+static int
+parse_zero_copy(const char *val, int32_t *out)
+{
+	unsigned long v;
+
+	if (strcmp(val, "auto") == 0)
+		*out = 0;
+	else if (strcmp(val, "off") == 0 || strcmp(val, "no") == 0)
+		*out = -1;
+	else if (parse_uint(val, 1, 65536, &v) == 0)
+		*out = (int32_t)v;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+static int
+set_zero_copy(struct parser *p, const char *val)
+{
+	if (parse_zero_copy(val, &cur_dev(p)->zero_copy) != 0)
+		return refuse(p, "must be auto, off or 1..65536 (bytes)");
+	return 0;
+}
+
 static int
 set_loopback(struct parser *p, const char *val)
 {
@@ -602,6 +627,7 @@ static const struct key device_keys[] = {
 	{ "loopback", set_loopback, 0 },
 	{ "link_wait_ms", set_link_wait_ms, 0 },
 	{ "dma", set_dma, 0 },
+	{ "zero_copy", set_zero_copy, 0 },
 	{ "faults", set_faults, 0 },
 	{ "faults_req", set_faults_req, 0 },
 	{ "faults_resp", set_faults_resp, 0 },
@@ -875,6 +901,8 @@ apply_env(struct dpib_config *cfg)
 	const char *cap = getenv("DPIB_CAPTURE");
 	const char *faults = getenv("DPIB_FAULTS");
 	const char *dma = getenv("DPIB_DMA");
+	const char *zc = getenv("DPIB_ZERO_COPY");
+	int32_t zc_val = 0;
 	char why[256];
 	unsigned int i;
 	int ret, dma_mode = -1;
@@ -888,11 +916,18 @@ apply_env(struct dpib_config *cfg)
 		DPIB_LOG(ERR, "DPIB_DMA=%s: must be auto, on or off", dma);
 		return -EINVAL;
 	}
+	if (zc != NULL && *zc != '\0' && parse_zero_copy(zc, &zc_val) != 0) {
+		DPIB_LOG(ERR, "DPIB_ZERO_COPY=%s: must be auto, off or "
+			"1..65536 (bytes)", zc);
+		return -EINVAL;
+	}
 	for (i = 0; i < cfg->ndev; i++) {
 		struct ib_dev_conf *d = &cfg->dev[i];
 
 		if (dma_mode >= 0)
 			d->dma = dma_mode;
+		if (zc != NULL && *zc != '\0')
+			d->zero_copy = zc_val;
 		/* Tests inject faults into any configuration this way. */
 		if (faults != NULL && *faults != '\0' &&
 		    (ib_fault_parse(faults, &d->fault[0]) != 0 ||

@@ -141,6 +141,14 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 			qp->comp.acked_psn = psn;	/* partly acknowledged */
 			return;
 		}
+		/* Its buffers are the application's again only once the
+		 * port let go of every frame that points into them.
+		 */
+		if (unlikely(__atomic_load_n(&st->zc, __ATOMIC_ACQUIRE))) {
+			qp->comp.acked_psn = psn;
+			qp->comp.zc_wait = 1;
+			return;
+		}
 		comp_wqe(qp, IBV_WC_SUCCESS);
 	}
 }
@@ -441,7 +449,8 @@ ib_qp_runnable(const struct ib_qp *qp)
 	int state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
 
-	if (qp->resp.rd_head != qp->resp.rd_tail || qp->resp.ack_owed)
+	if (qp->resp.rd_head != qp->resp.rd_tail || qp->resp.ack_owed ||
+	    qp->comp.zc_wait)
 		return 1;
 	switch (state) {
 	case IBV_QPS_RTS:

@@ -74,6 +74,8 @@ struct ib_dev_conf {
 	int loopback;		/* the embedded loopback device */
 	uint32_t link_wait_ms;	/* ibv_open_device waits for the link */
 	int dma;		/* enum ib_dma_mode: MRs registered for DMA */
+	int32_t zero_copy;	/* payload bytes from which frames point
+				 * into the MR; 0: default, -1: never */
 	int lcore;		/* engine lcore (engine k: lcore + k) */
 	uint32_t engines;	/* engines of the process (1..IB_MAX_ENGINES) */
 	int placement;		/* enum ib_placement */

@@ -15,6 +15,7 @@
 	X(TX_DROP_FULL,		"tx_drop_queue_full") \
 	X(TX_DROP_LINK_DOWN,	"tx_drop_link_down") \
 	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
+	X(TX_ZERO_COPY,		"tx_zero_copy_packets") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
 	X(RX_BAD_VLAN,		"rx_drop_vlan_mismatch") \
 	X(RX_MCAST6,		"rx_drop_ipv6_multicast") \

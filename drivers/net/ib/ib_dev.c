@@ -209,6 +209,14 @@ port_start(struct ib_dev *dev)
 	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN &&
 	    strcmp(info.driver_name, "net_af_packet") != 0)
 		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
+	/* Chained frames (zero-copy payloads) where the port takes them;
+	 * net_ring hands mbufs over as they are, to dpib's own receive.
+	 */
+	if (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS)
+		conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+	dev->tx_chains = (conf.txmode.offloads &
+			  RTE_ETH_TX_OFFLOAD_MULTI_SEGS) ||
+			 strcmp(info.driver_name, "net_ring") == 0;
 	/* Receive interrupts wake a sleeping engine; a PMD without them
 	 * ignores the request or refuses it, then the port runs without.
 	 */
@@ -296,6 +304,22 @@ shards_init(struct ib_dev *dev)
 	return 0;
 }
 
+/*
+ * Payload bytes from which a frame points into the MR instead of carrying
+ * a copy (0: never). Not with fault injection or a capture, which read and
+ * change frames as one buffer, nor on a port that takes no chains.
+ */
+static uint32_t
+zc_threshold(const struct ib_dev *dev)
+{
+	if (!dev->tx_chains || dev->fault != NULL || dev->capture != NULL ||
+	    dev->conf.zero_copy < 0)
+		return 0;
+	if (dev->conf.zero_copy > 0)
+		return (uint32_t)dev->conf.zero_copy;
+	return dev->dma_pci || dev->conf.loopback ? IB_ZC_MIN_DEFAULT : 0;
+}
+
 int
 ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 {
@@ -351,6 +375,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		ret = ib_fault_init(dev);
 	if (ret != 0)
 		goto err;
+	dev->zc_min = zc_threshold(dev);
 	ib_neigh_announce(dev);		/* gratuitous ARP: the port is up */
 	ib_tx_flush(dev);
 

@@ -246,7 +246,8 @@ regions_put(uintptr_t lo, uintptr_t hi)
 
 /* Gaps of [lo, hi) become regions, then it holds every region there. */
 static int
-regions_get(uintptr_t lo, uintptr_t hi, size_t pgsz, struct ib_dev *dev)
+regions_get(uintptr_t lo, uintptr_t hi, size_t pgsz, struct ib_dev *dev,
+	    size_t *minpg)
 {
 	size_t sys = (size_t)sysconf(_SC_PAGESIZE);
 	struct dma_region *r;
@@ -271,9 +272,11 @@ regions_get(uintptr_t lo, uintptr_t hi, size_t pgsz, struct ib_dev *dev)
 		err = region_create(cur, hi, (cur | hi) & (pgsz - 1) ? sys :
 				    pgsz, r, dev);
 	/* Every region of [lo, hi) now, the new ones at refs 0. */
+	*minpg = pgsz;
 	TAILQ_FOREACH(r, &regions, next)
 		if (r->lo < hi && r->hi > lo) {
 			r->refs++;
+			*minpg = RTE_MIN(*minpg, r->pgsz);
 			if (err == 0)
 				err = region_map(r, dev);
 		}
@@ -316,6 +319,8 @@ ib_dma_mr_attach(struct ib_mr *mr)
 	msl = rte_mem_virt2memseg_list((void *)a);
 	if (msl != NULL && !msl->external &&
 	    rte_mem_virt2memseg_list((void *)(b - 1)) == msl) {
+		mr->dma_pgsz = (uint32_t)RTE_MIN(msl->page_sz,
+						 (uint64_t)UINT32_MAX);
 		mr->dma = 1;
 		return;
 	}
@@ -323,8 +328,10 @@ ib_dma_mr_attach(struct ib_mr *mr)
 	lo = RTE_ALIGN_FLOOR(a, pgsz);
 	hi = RTE_ALIGN_CEIL(b, pgsz);
 	pthread_mutex_lock(&dma_lock);
-	err = range_stale(lo, hi) ? ESTALE : regions_get(lo, hi, pgsz, dev);
+	err = range_stale(lo, hi) ? ESTALE :
+	      regions_get(lo, hi, pgsz, dev, &pgsz);
 	if (err == 0) {
+		mr->dma_pgsz = (uint32_t)RTE_MIN(pgsz, (size_t)UINT32_MAX);
 		mr->dma_lo = lo;
 		mr->dma_hi = hi;
 		mr->dma = 1;

@@ -131,3 +131,10 @@ ib_icrc_inplace(uint8_t *ip, uint32_t len)
 	ip[IP_LEN + UDP_LEN + 4] = b4;
 	return crc;
 }
+
+/* Continue an ICRC over @len more bytes (a chained packet's next part). */
+uint32_t
+ib_icrc_more(uint32_t crc, const uint8_t *buf, uint32_t len)
+{
+	return crc32(crc, buf, len);
+}

@@ -81,6 +81,9 @@ int ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd,
 		const struct ibv_sge *sge, uint32_t nsge,
 		struct ib_sge_cursor *cur, uint8_t *buf, uint32_t len,
 		int to_sge);
+uint8_t *ib_sge_ref(struct ib_dev *dev, struct ibv_pd *pd,
+		    const struct ibv_sge *sge, uint32_t nsge,
+		    struct ib_sge_cursor *cur, uint32_t len, rte_iova_t *iova);
 void ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,
 		 struct ib_sge_cursor *cur, uint32_t len);
 
@@ -225,6 +228,10 @@ void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,
 		int ackreq, uint32_t psn);
 uint16_t ib_udp_sport(uint32_t qpn);
 int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
+void ib_tx_reclaim(struct ib_dev *dev);
+struct rte_mbuf *ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode,
+				 uint8_t *va, rte_iova_t iova, uint32_t paylen,
+				 uint32_t *ref, uint8_t **bth);
 int ib_tx_room(struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 int ib_capture_open(struct ib_dev *dev, const char *path);
@@ -239,6 +246,7 @@ void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 /* ib_icrc.c */
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
+uint32_t ib_icrc_more(uint32_t crc, const uint8_t *buf, uint32_t len);
 
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);

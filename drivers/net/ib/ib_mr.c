@@ -260,6 +260,53 @@ ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd, const struct ibv_sge *sge,
 	return 0;
 }
 
+/*
+ * Zero copy: where the next @len bytes of the SGE list are, when they lie
+ * in one SGE of an MR the port can reach (on a PCI port, one registered
+ * for DMA and, with IOVA as PA, within one of its pages), with their IOVA
+ * in *iova; @cur advances over them. NULL otherwise, and on a protection
+ * error, which the copy that follows then reports; @cur stays.
+ */
+uint8_t *
+ib_sge_ref(struct ib_dev *dev, struct ibv_pd *pd, const struct ibv_sge *sge,
+	   uint32_t nsge, struct ib_sge_cursor *cur, uint32_t len,
+	   rte_iova_t *iova)
+{
+	struct ib_sge_cursor c = *cur;
+	const struct ibv_sge *s;
+	struct ib_mr *mr;
+	uint8_t *p;
+
+	while (c.idx < nsge && c.off >= sge[c.idx].length) {
+		c.idx++;
+		c.off = 0;
+	}
+	if (c.idx >= nsge || sge[c.idx].length - c.off < len)
+		return NULL;
+	s = &sge[c.idx];
+	mr = ib_mr_lookup(dev, s->lkey);
+	if (ib_mr_check(mr, pd, s->addr, s->length, 0) != 0)
+		return NULL;
+	p = mr->addr + (s->addr - mr->iova) + c.off;
+	if (!dev->dma_pci) {
+		*iova = (rte_iova_t)(uintptr_t)p;
+	} else if (!__atomic_load_n(&mr->dma, __ATOMIC_ACQUIRE)) {
+		return NULL;
+	} else if (rte_eal_iova_mode() == RTE_IOVA_VA) {
+		*iova = (rte_iova_t)(uintptr_t)p;
+	} else {
+		if (((uintptr_t)p ^ ((uintptr_t)p + len - 1)) &
+		    ~((uintptr_t)mr->dma_pgsz - 1))
+			return NULL;	/* two pages: not contiguous */
+		*iova = rte_mem_virt2iova(p);
+		if (*iova == RTE_BAD_IOVA)
+			return NULL;
+	}
+	c.off += len;
+	*cur = c;
+	return p;
+}
+
 /* Advance @cur by @len bytes of the SGE list without touching memory. */
 void
 ib_sge_seek(const struct ibv_sge *sge, uint32_t nsge,

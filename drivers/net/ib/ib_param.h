@@ -21,6 +21,8 @@
 #define IB_QPN_BASE		0x11	/* 0 and 1 are the special QPs */
 
 #define IB_TX_BURST		32
+/* Zero copy by default from this payload size per packet (bytes). */
+#define IB_ZC_MIN_DEFAULT	1024
 #define IB_TX_PENDING		512	/* mbufs built but not yet taken by the port */
 #define IB_RX_BURST		32
 #define IB_HANDOFF_RING		4096	/* frames in flight to one shard */

@@ -594,6 +594,29 @@ ib_qp_unpublish(struct ib_qp *qp)
 	return ib_engine_exec(qp->dev, qp_unpublish, qp);
 }
 
+/*
+ * Zero-copy frames of the QP that a port still holds decrement their WQE's
+ * state when freed: wait for them (the engine keeps sending and the port
+ * freeing), and should a port sit on them, leave the states allocated.
+ */
+static int
+zc_settled(struct ib_qp *qp)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
+	uint32_t i = 0;
+
+	while (i < qp->sq.size) {
+		if (__atomic_load_n(&qp->swqe[i].zc, __ATOMIC_ACQUIRE) == 0) {
+			i++;
+			continue;
+		}
+		if (rte_get_timer_cycles() > deadline)
+			return 0;
+		rte_delay_us_sleep(100);
+	}
+	return 1;
+}
+
 /* Step 2: free it (events about it purged and acknowledged by then). */
 void
 ib_qp_free(struct ib_qp *qp)
@@ -604,7 +627,13 @@ ib_qp_free(struct ib_qp *qp)
 	dev->nqp--;
 	qp->sh->nqp--;
 	rte_spinlock_unlock(&dev->ctl_lock);
-	rte_free(qp->swqe);
+	if (zc_settled(qp))
+		rte_free(qp->swqe);
+	else
+		IB_LOG(WARNING, "%s: QP %u destroyed with zero-copy frames "
+		       "still held by the port: %zu bytes of its state kept",
+		       dev->conf.name, qp->ibv.qp_num,
+		       qp->sq.size * sizeof(*qp->swqe));
 	ib_queue_free(&qp->rq);
 	ib_queue_free(&qp->sq);
 	rte_free(qp);

@@ -186,8 +186,10 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	int uc = qp->ibv.qp_type == IBV_QPT_UC;
 	uint32_t chunk = 0, mask;
 	int last = 1, ackreq;
-	uint8_t *bth, *pay, op;
+	uint8_t *bth, *pay, op, *zc = NULL;
+	struct ib_sge_cursor cur = qp->req.cur;
 	struct rte_mbuf *m;
+	rte_iova_t iova;
 
 	if (qp->ibv.qp_type == IBV_QPT_UD)
 		return send_ud(qp, w);
@@ -198,9 +200,18 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	op = req_opcode(w, first, last) | (uc ? 0x20 : 0);
 	info = &ib_opcode[op];
 	mask = info->mask;
-	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
-	if (m == NULL)
+	/* Large payloads go from the MR itself where the port takes it. */
+	if (chunk >= qp->dev->zc_min && qp->dev->zc_min != 0 &&
+	    !(w->flags & IBV_SEND_INLINE))
+		zc = ib_sge_ref(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
+				&qp->req.cur, chunk, &iova);
+	m = zc != NULL ? ib_pkt_alloc_zc(qp, op, zc, iova, chunk,
+		&qp->swqe[qp->req.wqe_idx & qp->sq.mask].zc, &bth) :
+		ib_pkt_alloc(qp, op, chunk, &bth, &pay);
+	if (m == NULL) {
+		qp->req.cur = cur;
 		return -ENOBUFS;
+	}
 	/*
 	 * AckReq on a message's last packet, and also where the congestion
 	 * window closes and four times a window (at most every
@@ -237,7 +248,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 			a->compare = 0;
 		}
 	}
-	if (chunk) {
+	if (chunk && zc == NULL) {
 		if (w->flags & IBV_SEND_INLINE)
 			memcpy(pay, w->inline_data + qp->req.offset, chunk);
 		else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
@@ -309,6 +320,12 @@ ib_req_run(struct ib_qp *qp)
 
 	int qps = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 
+	if (unlikely(qp->comp.zc_wait)) {
+		qp->comp.zc_wait = 0;
+		ib_comp_kick(qp);
+		if (qp->comp.zc_wait)
+			ib_tx_reclaim(qp->dev);
+	}
 	if (qps == IBV_QPS_SQD)
 		req_drain(qp);
 	if (qps != IBV_QPS_RTS && (qps != IBV_QPS_SQD || qp->req.offset == 0))

@@ -253,6 +253,40 @@ rx_is_neigh(const uint8_t *l3, uint32_t room, uint16_t type)
 }
 
 /*
+ * A frame of a zero-copy sender on a port that hands mbufs over as they
+ * are (net_ring): headers, the payload in place, pad and ICRC (ib_tx.c's
+ * ib_pkt_alloc_zc). Taken as it is; other chains are made linear.
+ */
+static inline int
+rx_zc_layout(const struct rte_mbuf *m)
+{
+	const struct rte_mbuf *last = rte_pktmbuf_lastseg((struct rte_mbuf *)m);
+
+	return m->nb_segs == 3 && rte_pktmbuf_data_len(m) <= 128 &&
+	       rte_pktmbuf_data_len(m) >= ETH_LEN + IP_LEN + UDP_LEN +
+					   IB_BTH_LEN &&
+	       rte_pktmbuf_data_len(last) >= IB_ICRC_LEN &&
+	       rte_pktmbuf_data_len(last) <= IB_ICRC_LEN + 3;
+}
+
+/* Its ICRC, and the one it carries in *@wire. */
+static uint32_t
+rx_zc_icrc(struct rte_mbuf *m, uint8_t *l3, uint32_t *wire)
+{
+	struct rte_mbuf *pm = m->next, *tm = pm->next;
+	uint8_t *t = rte_pktmbuf_mtod(tm, uint8_t *);
+	uint32_t tl = rte_pktmbuf_data_len(tm) - IB_ICRC_LEN;
+	uint32_t crc;
+
+	crc = ib_icrc_inplace(l3, (uint32_t)(rte_pktmbuf_mtod(m, uint8_t *) +
+					     rte_pktmbuf_data_len(m) - l3));
+	crc = ib_icrc_more(crc, rte_pktmbuf_mtod(pm, uint8_t *),
+			   rte_pktmbuf_data_len(pm));
+	memcpy(wire, t + tl, IB_ICRC_LEN);
+	return ib_icrc_more(crc, t, tl);
+}
+
+/*
  * Receive one frame. Checks run in the order of IBA 9.6 (packet header
  * validation) after the RoCEv2 encapsulation (802.1Q tag, IPv4 or IPv6,
  * UDP): length against the opcode table, ICRC, transport version, P_Key,
@@ -273,10 +307,11 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 
 	if (likely(!handed))
 		ib_count(dev, IB_CNT_RX_PKTS);
-	if (unlikely(m->nb_segs > 1) && rte_pktmbuf_linearize(m) != 0)
+	if (unlikely(m->nb_segs > 1) && !rx_zc_layout(m) &&
+	    rte_pktmbuf_linearize(m) != 0)
 		goto drop_len;
 	p = rte_pktmbuf_mtod(m, uint8_t *);
-	len = rte_pktmbuf_data_len(m);
+	len = rte_pktmbuf_pkt_len(m);
 	off = rx_l2(dev, p, len, &type);
 	if (unlikely(off == 0))
 		goto free;
@@ -308,13 +343,23 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 	}
 	if (udplen < UDP_LEN + info->length + IB_ICRC_LEN + bth_pad(b))
 		goto drop_len;
-	memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN, IB_ICRC_LEN);
-	if (likely(!handed)) {
-		crc = ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
-		if (crc != rte_le_to_cpu_32(wire_crc)) {
-			ib_count(dev, IB_CNT_RX_BAD_ICRC);
-			goto free;
-		}
+	paylen = udplen - UDP_LEN - info->length - IB_ICRC_LEN - bth_pad(b);
+	if (unlikely(m->nb_segs > 1)) {
+		if (bth + info->length != p + rte_pktmbuf_data_len(m) ||
+		    rte_pktmbuf_data_len(m->next) != paylen ||
+		    rte_pktmbuf_data_len(m->next->next) !=
+		    IB_ICRC_LEN + bth_pad(b))
+			goto drop_len;
+		crc = rx_zc_icrc(m, l3, &wire_crc);
+	} else {
+		memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN,
+		       IB_ICRC_LEN);
+		crc = handed ? 0 :
+		      ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
+	}
+	if (likely(!handed) && crc != rte_le_to_cpu_32(wire_crc)) {
+		ib_count(dev, IB_CNT_RX_BAD_ICRC);
+		goto free;
 	}
 	if (bth_tver(b) != 0) {
 		ib_count(dev, IB_CNT_RX_BAD_VERSION);
@@ -325,8 +370,9 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 		goto free;
 	}
 	qpn = bth_qpn(b);
-	paylen = udplen - UDP_LEN - info->length - IB_ICRC_LEN - bth_pad(b);
 	ib_pkt_parse(&pkt, bth, paylen, l3);
+	if (unlikely(m->nb_segs > 1))
+		pkt.payload = rte_pktmbuf_mtod(m->next, uint8_t *);
 	if (unlikely(l3len == IP6_LEN && l3[24] == 0xff)) {
 		ib_count(dev, IB_CNT_RX_MCAST6);	/* no IPv6 groups */
 		goto free;

@@ -199,7 +199,7 @@ ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h)
  */
 static struct rte_mbuf *
 pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
-	  uint32_t paylen, uint8_t **bth, uint8_t **payload);
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload, int zc);
 
 /* NULL too while the path's destination MAC is not known yet. */
 struct rte_mbuf *
@@ -208,7 +208,63 @@ ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 {
 	if (ib_hdr_resolve(qp->dev, &qp->path.hdr) != 0)
 		return NULL;
-	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload);
+	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload, 0);
+}
+
+/* The port freed the last frame of a zero-copy payload: one less. */
+static void
+zc_released(void *addr __rte_unused, void *opaque)
+{
+	__atomic_fetch_sub((uint32_t *)opaque, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Zero copy: a packet like ib_pkt_alloc's whose @paylen payload bytes are
+ * not copied but referenced where they are (@va, IOVA @iova): headers in
+ * one mbuf, the payload as an external buffer in a second, pad and ICRC in
+ * a third. The second mbuf's own data room, unused while it points
+ * elsewhere, holds the shared info, so that nothing outlives it; when the
+ * port frees it, *@ref drops by one (the WQE completes only at 0).
+ */
+struct rte_mbuf *
+ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode, uint8_t *va,
+		rte_iova_t iova, uint32_t paylen, uint32_t *ref, uint8_t **bth)
+{
+	struct ib_dev *dev = qp->dev;
+	struct rte_mbuf_ext_shared_info *shinfo;
+	struct rte_mbuf *m, *pm, *tm;
+	unsigned int pad = (-paylen) & 3;
+	uint8_t *pay, *tail;
+
+	if (ib_hdr_resolve(dev, &qp->path.hdr) != 0)
+		return NULL;
+	pm = ib_mbuf_alloc(dev);
+	tm = ib_mbuf_alloc(dev);
+	m = pm != NULL && tm != NULL ? pkt_alloc(qp, &qp->path.hdr, opcode,
+						 paylen, bth, &pay, 1) : NULL;
+	if (unlikely(m == NULL)) {
+		if (pm != NULL)
+			ib_mbuf_free(dev, pm);
+		if (tm != NULL)
+			ib_mbuf_free(dev, tm);
+		return NULL;
+	}
+	shinfo = pm->buf_addr;
+	shinfo->free_cb = zc_released;
+	shinfo->fcb_opaque = ref;
+	rte_mbuf_ext_refcnt_set(shinfo, 1);
+	rte_pktmbuf_attach_extbuf(pm, va, iova, (uint16_t)paylen, shinfo);
+	pm->data_len = (uint16_t)paylen;
+	pm->pkt_len = paylen;
+	tail = (uint8_t *)rte_pktmbuf_append(tm, pad + IB_ICRC_LEN);
+	memset(tail, 0, pad);
+	m->next = pm;
+	pm->next = tm;
+	m->nb_segs = 3;
+	m->pkt_len += paylen + pad + IB_ICRC_LEN;
+	__atomic_fetch_add(ref, 1, __ATOMIC_RELAXED);
+	ib_count(dev, IB_CNT_TX_ZERO_COPY);
+	return m;
 }
 
 /*
@@ -221,16 +277,17 @@ ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av, uint8_t opcode,
 {
 	if (ib_hdr_resolve(qp->dev, av) != 0)
 		return NULL;
-	return pkt_alloc(qp, av, opcode, paylen, bth, payload);
+	return pkt_alloc(qp, av, opcode, paylen, bth, payload, 0);
 }
 
 /*
  * The mbuf records where the IP header starts (l2_len) and its length
  * (l3_len): ib_tx and the fault hook find the ICRC span and the BTH there.
+ * With @zc it holds the headers only (ib_pkt_alloc_zc chains the rest).
  */
 static struct rte_mbuf *
 pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
-	  uint32_t paylen, uint8_t **bth, uint8_t **payload)
+	  uint32_t paylen, uint8_t **bth, uint8_t **payload, int zc)
 {
 	const struct ib_opcode_info *info = &ib_opcode[opcode];
 	struct ib_dev *dev = qp->dev;
@@ -246,7 +303,8 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 		ib_count(dev, IB_CNT_TX_DROP_NOMBUF);
 		return NULL;
 	}
-	p = (uint8_t *)rte_pktmbuf_append(m, total);
+	p = (uint8_t *)rte_pktmbuf_append(m, zc ? total - paylen - pad -
+					  IB_ICRC_LEN : total);
 	memcpy(p, h->b, h->len);
 	m->l2_len = h->ip_off;
 	udp = (void *)(p + h->len - UDP_LEN);
@@ -270,7 +328,7 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 		ib_dcqcn_sent(qp, total);
 	*bth = p + h->len;
 	*payload = *bth + info->length;
-	if (pad)
+	if (pad && !zc)
 		memset(*payload + paylen, 0, pad);
 	(*bth)[1] = pad << BTH_PAD_SHIFT;
 	return m;
@@ -395,6 +453,18 @@ ib_tx_flush(struct ib_dev *dev)
 }
 
 /*
+ * Zero-copy frames keep a WQE from completing until the port frees them:
+ * hand over what is queued, and ask a PMD that frees its sent mbufs
+ * lazily (PCI NICs, at a later burst) to do it now.
+ */
+void
+ib_tx_reclaim(struct ib_dev *dev)
+{
+	ib_tx_flush(dev);
+	(void)rte_eth_tx_done_cleanup(dev->port_id, ib_sh(dev)->queue, 0);
+}
+
+/*
  * Queue a frame as it is (ARP); the port takes it at the next flush. A
  * burst's worth is handed over at once; a port that still takes nothing
  * makes the frame a drop.
@@ -416,14 +486,42 @@ ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
 	return 0;
 }
 
+/*
+ * The ICRC of a chained packet (ib_pkt_alloc_zc): the masked headers in
+ * the first segment, the rest as it is, into the last four bytes.
+ */
+static int
+tx_chain(struct ib_dev *dev, struct rte_mbuf *m)
+{
+	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t crc = ib_icrc_inplace(p + m->l2_len,
+				       rte_pktmbuf_data_len(m) - m->l2_len);
+	struct rte_mbuf *s;
+	rte_le32_t le;
+
+	for (s = m->next; s->next != NULL; s = s->next)
+		crc = ib_icrc_more(crc, rte_pktmbuf_mtod(s, uint8_t *),
+				   rte_pktmbuf_data_len(s));
+	p = rte_pktmbuf_mtod(s, uint8_t *);
+	crc = ib_icrc_more(crc, p, rte_pktmbuf_data_len(s) - IB_ICRC_LEN);
+	le = rte_cpu_to_le_32(crc);
+	memcpy(p + rte_pktmbuf_data_len(s) - IB_ICRC_LEN, &le, IB_ICRC_LEN);
+	return ib_tx_raw(dev, m);
+}
+
 /* Seal a RoCEv2 packet with its ICRC and queue it. */
 int
 ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 {
 	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
 	uint32_t iplen = rte_pktmbuf_data_len(m) - m->l2_len;
-	uint32_t crc = ib_icrc_inplace(p + m->l2_len, iplen - IB_ICRC_LEN);
-	rte_le32_t le = rte_cpu_to_le_32(crc);
+	uint32_t crc;
+	rte_le32_t le;
+
+	if (unlikely(m->next != NULL))
+		return tx_chain(dev, m);
+	crc = ib_icrc_inplace(p + m->l2_len, iplen - IB_ICRC_LEN);
+	le = rte_cpu_to_le_32(crc);
 
 	memcpy(p + m->l2_len + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
 	return ib_tx_raw(dev, m);

@@ -97,6 +97,7 @@ struct ib_mr {
 	 * holds regions of, 0 when none (DPDK's own memory, or no DMA).
 	 */
 	uint8_t dma;
+	uint32_t dma_pgsz;	/* page size of its registration */
 	uintptr_t dma_lo, dma_hi;
 };
 
@@ -265,6 +266,8 @@ struct ib_swqe_state {
 	uint32_t last_psn;	/* last PSN of the request (READ: of its responses) */
 	uint32_t npkts;
 	uint32_t status;	/* enum ibv_wc_status the WQE completes with */
+	uint32_t zc;		/* its zero-copy frames not yet freed by the
+				 * port (atomic: ib_tx.c's callback) */
 };
 
 /* A gather/scatter position inside a WQE's SGE list. */
@@ -320,6 +323,7 @@ struct ib_comp {
 	uint64_t deadline;	/* retransmit timer (TSC), 0 when idle */
 	uint32_t retry_left;
 	uint32_t rnr_left;
+	uint8_t zc_wait;	/* the head WQE waits for its frames' release */
 };
 
 /*
@@ -534,6 +538,8 @@ struct ib_dev {
 	struct rte_device *rte_dev;	/* the port's device */
 	uint8_t dma;		/* MRs are registered for DMA (ib_dma.c) */
 	uint8_t dma_pci;	/* the port is a PCI function */
+	uint8_t tx_chains;	/* the port takes chained mbufs */
+	uint32_t zc_min;	/* zero-copy payloads from this size; 0: off */
 	struct rte_ether_addr mac;
 	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
 	uint32_t ngid;
