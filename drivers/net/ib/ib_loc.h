@@ -81,6 +81,11 @@ int ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd,
 		const struct ibv_sge *sge, uint32_t nsge,
 		struct ib_sge_cursor *cur, uint8_t *buf, uint32_t len,
 		int to_sge);
+int ib_mr_iova(const struct ib_dev *dev, struct ib_mr *mr, const uint8_t *p,
+	       uint32_t len, rte_iova_t *iova);
+uint8_t *ib_rkey_addr_mr(struct ib_qp *qp, uint32_t rkey, uint64_t va,
+			 uint64_t len, unsigned int access,
+			 struct ib_mr **mrp);
 uint8_t *ib_sge_ref(struct ib_dev *dev, struct ibv_pd *pd,
 		    const struct ibv_sge *sge, uint32_t nsge,
 		    struct ib_sge_cursor *cur, uint32_t len, rte_iova_t *iova);

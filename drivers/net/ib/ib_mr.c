@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_memcpy.h>
 
@@ -174,6 +175,28 @@ mr_unpublish_apply(void *arg)
 		key_unpublish(u->dev, u->mr);
 }
 
+/*
+ * READ responses sent zero-copy point into the MR until the port frees
+ * them; wait for that (bounded). A port that sits on them keeps the
+ * structure their release decrements: it is left allocated, and said.
+ */
+static int
+zc_settled(struct ib_mr *mr)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
+
+	while (__atomic_load_n(&mr->zc, __ATOMIC_ACQUIRE) != 0) {
+		if (rte_get_timer_cycles() > deadline) {
+			IB_LOG(WARNING, "%s: MR %#x deregistered while the "
+			       "port still holds READ responses from it",
+			       mr->dev->conf.name, mr->key);
+			return 0;
+		}
+		rte_delay_us_sleep(100);
+	}
+	return 1;
+}
+
 /* ibv_dereg_mr(3): fails (EBUSY) while a memory window is bound to it. */
 int
 ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
@@ -189,7 +212,8 @@ ib_mr_dereg(struct ib_dev *dev, struct ib_mr *mr)
 	ib_engine_quiesce(dev);
 	ib_dma_mr_detach(mr);
 	ib_mem_untrack(mr);
-	rte_free(mr);
+	if (zc_settled(mr))
+		rte_free(mr);
 	return 0;
 }
 
@@ -261,6 +285,29 @@ ib_sge_copy(struct ib_dev *dev, struct ibv_pd *pd, const struct ibv_sge *sge,
 }
 
 /*
+ * The IOVA the port reaches [p, p + len) of @mr at, for a zero-copy frame:
+ * any on a virtual port (its PMD copies with the CPU); on a PCI port only
+ * for a DMA-registered MR and, with IOVA as PA, within one of its pages.
+ * -1 when the frame must carry a copy.
+ */
+int
+ib_mr_iova(const struct ib_dev *dev, struct ib_mr *mr, const uint8_t *p,
+	   uint32_t len, rte_iova_t *iova)
+{
+	if (!dev->dma_pci || rte_eal_iova_mode() == RTE_IOVA_VA) {
+		*iova = (rte_iova_t)(uintptr_t)p;
+		return !dev->dma_pci ||
+		       __atomic_load_n(&mr->dma, __ATOMIC_ACQUIRE) ? 0 : -1;
+	}
+	if (!__atomic_load_n(&mr->dma, __ATOMIC_ACQUIRE) ||
+	    (((uintptr_t)p ^ ((uintptr_t)p + len - 1)) &
+	     ~((uintptr_t)mr->dma_pgsz - 1)))
+		return -1;	/* not registered, or two pages */
+	*iova = rte_mem_virt2iova(p);
+	return *iova == RTE_BAD_IOVA ? -1 : 0;
+}
+
+/*
  * Zero copy: where the next @len bytes of the SGE list are, when they lie
  * in one SGE of an MR the port can reach (on a PCI port, one registered
  * for DMA and, with IOVA as PA, within one of its pages), with their IOVA
@@ -288,20 +335,8 @@ ib_sge_ref(struct ib_dev *dev, struct ibv_pd *pd, const struct ibv_sge *sge,
 	if (ib_mr_check(mr, pd, s->addr, s->length, 0) != 0)
 		return NULL;
 	p = mr->addr + (s->addr - mr->iova) + c.off;
-	if (!dev->dma_pci) {
-		*iova = (rte_iova_t)(uintptr_t)p;
-	} else if (!__atomic_load_n(&mr->dma, __ATOMIC_ACQUIRE)) {
+	if (ib_mr_iova(dev, mr, p, len, iova) != 0)
 		return NULL;
-	} else if (rte_eal_iova_mode() == RTE_IOVA_VA) {
-		*iova = (rte_iova_t)(uintptr_t)p;
-	} else {
-		if (((uintptr_t)p ^ ((uintptr_t)p + len - 1)) &
-		    ~((uintptr_t)mr->dma_pgsz - 1))
-			return NULL;	/* two pages: not contiguous */
-		*iova = rte_mem_virt2iova(p);
-		if (*iova == RTE_BAD_IOVA)
-			return NULL;
-	}
 	c.off += len;
 	*cur = c;
 	return p;
@@ -437,6 +472,7 @@ ib_mr_rereg(struct ib_dev *dev, struct ib_mr *mr, int flags, struct ib_pd *pd,
 		mr->ibv.length = len;
 		/* Past a quiescent point no packet uses the old pages. */
 		ib_engine_quiesce(dev);
+		(void)zc_settled(mr);
 		ib_dma_mr_detach(mr);
 		ib_dma_mr_attach(mr);
 	}
@@ -454,17 +490,30 @@ uint8_t *
 ib_rkey_addr(struct ib_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
 	     unsigned int access)
 {
+	struct ib_mr *mr;
+
+	return ib_rkey_addr_mr(qp, rkey, va, len, access, &mr);
+}
+
+/* The same, and the MR whose memory it is (a window's MR) in *@mrp. */
+uint8_t *
+ib_rkey_addr_mr(struct ib_qp *qp, uint32_t rkey, uint64_t va, uint64_t len,
+		unsigned int access, struct ib_mr **mrp)
+{
 	struct ib_mr *k = key_lookup(qp->dev, rkey);
 	struct ib_mw *mw;
 
 	if (ib_mr_check(k, qp->ibv.pd, va, len, access) != 0)
 		return NULL;
-	if (k->kind == IB_KEY_MR)
+	if (k->kind == IB_KEY_MR) {
+		*mrp = k;
 		return k->addr + (va - k->iova);
+	}
 	mw = container_of(k, struct ib_mw, k);
 	if (!mw->valid || __atomic_load_n(&mw->mr->dead, __ATOMIC_ACQUIRE) ||
 	    (mw->ibv.type == IBV_MW_TYPE_2 && mw->qpn != qp->ibv.qp_num))
 		return NULL;
+	*mrp = mw->mr;
 	return mw->mr->addr + (mw->base - mw->mr->iova) + (va - k->iova);
 }
 

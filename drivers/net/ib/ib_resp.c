@@ -764,7 +764,9 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 	int first = j->offset == 0;
 	int last = j->offset + chunk == j->length;
 	uint8_t *bth, *pay, *src = NULL, op;
+	struct ib_mr *mr = NULL;
 	struct rte_mbuf *m;
+	rte_iova_t iova;
 
 	op = first && last ? IB_RC_READ_RESPONSE_ONLY :
 	     first ? IB_RC_READ_RESPONSE_FIRST :
@@ -773,19 +775,25 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 		/* The MR or window may have gone since the request was
 		 * checked.
 		 */
-		src = ib_rkey_addr(qp, j->rkey, j->va, j->length,
-				   IBV_ACCESS_REMOTE_READ);
+		src = ib_rkey_addr_mr(qp, j->rkey, j->va, j->length,
+				      IBV_ACCESS_REMOTE_READ, &mr);
 		if (src == NULL)
 			return -EACCES;
 	}
-	m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
+	/* Large responses go from the MR itself (ib_tx.c). */
+	if (chunk >= qp->dev->zc_min && qp->dev->zc_min != 0 &&
+	    ib_mr_iova(qp->dev, mr, src + j->offset, chunk, &iova) == 0)
+		m = ib_pkt_alloc_zc(qp, op, src + j->offset, iova, chunk,
+				    &mr->zc, &bth);
+	else
+		m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;
 	ib_pkt_bth(bth, op, 0, qp->path.dest_qpn, 0, j->psn);
 	if (ib_opcode[op].mask & IB_M_AETH)
 		aeth_set((rte_be32_t *)(bth + IB_BTH_LEN),
 			 AETH_ACK | AETH_CREDIT_INVALID, j->msn);
-	if (chunk)
+	if (chunk && m->next == NULL)
 		rte_memcpy(pay, src + j->offset, chunk);
 	ib_tx(qp->dev, m);
 	j->offset += chunk;

@@ -97,6 +97,7 @@ struct ib_mr {
 	 * holds regions of, 0 when none (DPDK's own memory, or no DMA).
 	 */
 	uint8_t dma;
+	uint32_t zc;		/* MR: READ responses the port holds (atomic) */
 	uint32_t dma_pgsz;	/* page size of its registration */
 	uintptr_t dma_lo, dma_hi;
 };
