@@ -585,6 +585,8 @@ lat_stats(double *v, uint32_t n, double *med, double *p99, double *p999)
 #define MAX_SIZES	16
 static uint32_t sweep_size[MAX_SIZES], nsweep;
 static double sweep_rate[MAX_SIZES], sweep_raw[MAX_SIZES];
+static double sweep_cyc[MAX_SIZES];	/* engine TSC cycles per byte */
+static int sweep_zc[MAX_SIZES];		/* frames went zero-copy */
 
 static uint32_t
 sweep_iters(const struct opts *o, uint32_t size)
@@ -697,12 +699,22 @@ measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
 				     o->rate_size, o->iters, o->outstanding);
 	res->mw_rate = median(v, o->reps);
 	for (k = 0; k < nsweep; k++) {
+		uint64_t c0 = counter(b, "engine_cycles_receive") +
+			      counter(b, "engine_cycles_send");
+		uint64_t z0 = counter(b, "tx_zero_copy_packets");
+
 		for (i = 0; i < o->reps; i++)
 			v[i] = dpib_write(b, sweep_size[k],
 					  sweep_iters(o, sweep_size[k]),
 					  sweep_size[k] > 4096 ? 32 :
 					  o->outstanding);
 		sweep_rate[k] = median(v, o->reps);
+		/* Both sides of the loopback: requester and responder. */
+		sweep_cyc[k] = (double)(counter(b, "engine_cycles_receive") +
+					counter(b, "engine_cycles_send") - c0) /
+			       ((double)sweep_size[k] *
+				sweep_iters(o, sweep_size[k]) * o->reps);
+		sweep_zc[k] = counter(b, "tx_zero_copy_packets") != z0;
 	}
 	free(lat);
 }
@@ -715,13 +727,14 @@ print_sweep(const struct opts *o)
 	if (nsweep == 0)
 		return;
 	print_header("RDMA_Write rate and bandwidth as the message grows", o);
-	printf(" #bytes   MsgRate[Mpps]  BW[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw\n");
+	printf(" #bytes   MsgRate[Mpps]  BW[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw  cyc/B  zero-copy\n");
 	for (k = 0; k < nsweep; k++)
-		printf(" %-8u %-14.3f %-11.3f %-15.3f %-15.3f %.2f\n",
+		printf(" %-8u %-14.3f %-11.3f %-15.3f %-15.3f %-9.2f %-6.3f %s\n",
 		       sweep_size[k], sweep_rate[k] / 1e6,
 		       sweep_rate[k] * sweep_size[k] * 8 / 1e9,
 		       sweep_raw[k] / 1e6, sweep_raw[k] * sweep_size[k] * 8 / 1e9,
-		       sweep_rate[k] / sweep_raw[k]);
+		       sweep_rate[k] / sweep_raw[k], sweep_cyc[k],
+		       sweep_zc[k] ? "yes" : "no");
 	fflush(stdout);
 }
 
@@ -883,9 +896,11 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		r->mw_rate / 1e6);
 	fprintf(f, " \"size_sweep\":[");
 	for (i = 0; i < nsweep; i++)
-		fprintf(f, "%s{\"bytes\":%u,\"mpps\":%.4f,\"raw_mpps\":%.4f}",
+		fprintf(f, "%s{\"bytes\":%u,\"mpps\":%.4f,\"raw_mpps\":%.4f,"
+			"\"cycles_per_byte\":%.4f,\"zero_copy\":%s}",
 			i ? "," : "", sweep_size[i], sweep_rate[i] / 1e6,
-			sweep_raw[i] / 1e6);
+			sweep_raw[i] / 1e6, sweep_cyc[i],
+			sweep_zc[i] ? "true" : "false");
 	fprintf(f, "],\n");
 	fprintf(f, " \"engine_scale\":[");
 	for (i = 0; i < neng; i++)
