@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -205,6 +206,43 @@ memif_settle(uint16_t stopped)
 	}
 }
 
+/*
+ * DPIB_EXIT_COUNTERS=FILE ("-": stderr): each device's counters that are
+ * not zero, as "device counter value" lines, when the process exits - what
+ * an unmodified program (perftest) did to the device, for tests and users
+ * without a telemetry client.
+ */
+static void
+exit_counters(void)
+{
+	const char *path = getenv("DPIB_EXIT_COUNTERS");
+	const char *const *names;
+	uint64_t v[256];
+	unsigned int i;
+	FILE *f;
+	int n, k;
+
+	if (path == NULL || *path == '\0')
+		return;
+	f = strcmp(path, "-") == 0 ? stderr : fopen(path, "a");
+	if (f == NULL) {
+		DPIB_LOG(ERR, "DPIB_EXIT_COUNTERS=%s: %s", path,
+			strerror(errno));
+		return;
+	}
+	for (i = 0; i < ndevices; i++) {
+		if (devices[i].hw == NULL)
+			continue;
+		n = hca_counters(devices[i].hw, &names, v, 256);
+		for (k = 0; k < n && k < 256; k++)
+			if (v[k] != 0)
+				fprintf(f, "%s %s %" PRIu64 "\n",
+					devices[i].ibv.name, names[k], v[k]);
+	}
+	if (f != stderr)
+		fclose(f);
+}
+
 static void
 dpib_exit(void)
 {
@@ -213,6 +251,7 @@ dpib_exit(void)
 	if (getpid() != init_pid)	/* a forked child: not ours */
 		return;
 	ib_engine_shutdown();
+	exit_counters();
 	ib_mem_exiting();
 	RTE_ETH_FOREACH_DEV(port) {
 		int memif = is_memif(port);
