@@ -21,6 +21,7 @@ packages=(
 	libhugetlbfs-bin iproute2 python3 ibverbs-utils perftest python3-pyverbs
 	clang libclang-rt-14-dev
 	tshark python3-scapy
+	qemu-system-x86 debootstrap e2fsprogs
 )
 
 as_root() {

@@ -30,7 +30,9 @@
 # default a new file under ${TMPDIR:-/tmp}), VM_MEM (MiB, 2048), VM_SMP (2),
 # VM_HUGEPAGES (2 MiB pages, 256), VM_APPEND (more kernel parameters),
 # VM_ENV (space-separated NAME=VALUE for the script's environment, no
-# spaces in values), VM_CACHE (image cache directory), VM_NO_TRAP=1 (the caller's own EXIT
+# spaces in values), VM_USER_NET=1 (a second virtio NIC at 0000:00:08.0
+# on QEMU's user network: the guest's kernel TCP to the namespace's
+# addresses at 10.0.2.2), VM_CACHE (image cache directory), VM_NO_TRAP=1 (the caller's own EXIT
 # trap calls vm_cleanup). vm_run/vm_wait return 124 when the timeout
 # (default 600 s) killed qemu, 125 when the guest ended without a status.
 # Each vm_* reports on stderr.
@@ -106,12 +108,18 @@ vm_netns_down() {
 }
 
 vm_cleanup() {
-	local p ns
+	local p ns i
 
+	# timeout(1) passes TERM on to qemu; KILL what is left after 5 s.
 	for p in "${VM_PIDS[@]}"; do
-		kill -KILL "$p" 2>/dev/null || true
+		kill -TERM "$p" 2>/dev/null || true
 	done
 	for p in "${VM_PIDS[@]}"; do
+		for i in $(seq 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -KILL "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
 	VM_PIDS=()
@@ -126,7 +134,7 @@ vm_cleanup() {
 # $VM_SHARE; inside $VM_SHARE) to run. Sets VM_PID and VM_LOG.
 vm_start() {
 	local ns=$1 tap=$2 script=$3 timeout=${4:-600}
-	local mounts i dir append q
+	local mounts i dir append q user_net
 
 	case $script in
 	/*) ;;
@@ -170,6 +178,12 @@ vm_start() {
 		$VM_APPEND"
 	append=$(echo "$append" | tr -s ' \t\n' ' ')
 
+	# A second NIC for the kernel: QEMU's user network, where the guest
+	# (10.0.2.15) reaches the namespace's own addresses as 10.0.2.2.
+	user_net=()
+	[ "${VM_USER_NET:-0}" = 1 ] &&
+		user_net=(-netdev user,id=n1,net=10.0.2.0/24
+			  -device virtio-net-pci,netdev=n1,addr=08.0)
 	vm_say "boot: netns $ns tap $tap script $script timeout ${timeout}s log $VM_LOG"
 	VM_STARTED=$(date +%s.%N)
 	VM_TIMEOUT=$timeout
@@ -182,7 +196,7 @@ vm_start() {
 		-device virtio-blk-pci,drive=d0,addr=05.0 \
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
 		-device "virtio-net-pci,netdev=n0,addr=04.0,mac=$VM_MAC" \
-		"${mounts[@]}" \
+		"${user_net[@]}" "${mounts[@]}" \
 		</dev/null >"$VM_LOG" 2>&1 &
 	VM_PID=$!
 	VM_PIDS+=("$VM_PID")

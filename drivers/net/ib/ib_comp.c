@@ -141,10 +141,16 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 			qp->comp.acked_psn = psn;	/* partly acknowledged */
 			return;
 		}
-		/* Its buffers are the application's again only once the
-		 * port let go of every frame that points into them.
+		/*
+		 * UC completes on send: its buffers are the application's
+		 * again only once the port let go of every frame that
+		 * points into them. An RC ACK proves the data arrived; a
+		 * frame the port still holds after it is at most a resent
+		 * duplicate, which the responder discards whatever it
+		 * carries (as with a hardware HCA).
 		 */
-		if (unlikely(__atomic_load_n(&st->zc, __ATOMIC_ACQUIRE))) {
+		if (unlikely(qp->ibv.qp_type != IBV_QPT_RC &&
+			     __atomic_load_n(&st->zc, __ATOMIC_ACQUIRE))) {
 			qp->comp.acked_psn = psn;
 			qp->comp.zc_wait = 1;
 			return;

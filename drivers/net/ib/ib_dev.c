@@ -375,6 +375,14 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 		ret = ib_fault_init(dev);
 	if (ret != 0)
 		goto err;
+	/*
+	 * UC completes on send, so its zero-copy frames must come back from
+	 * the port soon: virtual ports free them in the burst (net_ring at
+	 * the receiver), PCI PMDs when asked (rte_eth_tx_done_cleanup) or
+	 * not until their ring fills (net_virtio): UC copies there.
+	 */
+	dev->tx_reclaims = !dev->dma_pci ||
+		rte_eth_tx_done_cleanup(dev->port_id, 0, 0) != -ENOTSUP;
 	dev->zc_min = zc_threshold(dev);
 	ib_neigh_announce(dev);		/* gratuitous ARP: the port is up */
 	ib_tx_flush(dev);

@@ -599,10 +599,12 @@ ib_qp_unpublish(struct ib_qp *qp)
  * state when freed: wait for them (the engine keeps sending and the port
  * freeing), and should a port sit on them, leave the states allocated.
  */
+static int zc_told;
+
 static int
 zc_settled(struct ib_qp *qp)
 {
-	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 10;
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000;
 	uint32_t i = 0;
 
 	while (i < qp->sq.size) {
@@ -612,7 +614,7 @@ zc_settled(struct ib_qp *qp)
 		}
 		if (rte_get_timer_cycles() > deadline)
 			return 0;
-		rte_delay_us_sleep(100);
+		rte_delay_us_sleep(50);
 	}
 	return 1;
 }
@@ -629,11 +631,11 @@ ib_qp_free(struct ib_qp *qp)
 	rte_spinlock_unlock(&dev->ctl_lock);
 	if (zc_settled(qp))
 		rte_free(qp->swqe);
-	else
-		IB_LOG(WARNING, "%s: QP %u destroyed with zero-copy frames "
-		       "still held by the port: %zu bytes of its state kept",
-		       dev->conf.name, qp->ibv.qp_num,
-		       qp->sq.size * sizeof(*qp->swqe));
+	else if (!__atomic_exchange_n(&zc_told, 1, __ATOMIC_RELAXED))
+		IB_LOG(NOTICE, "%s: QP %u destroyed while its port still holds "
+		       "sent zero-copy frames: %zu bytes of its state stay "
+		       "allocated (said once)", dev->conf.name,
+		       qp->ibv.qp_num, qp->sq.size * sizeof(*qp->swqe));
 	ib_queue_free(&qp->rq);
 	ib_queue_free(&qp->sq);
 	rte_free(qp);
