@@ -66,7 +66,12 @@ step() {
 
 say "at $(up) s: kernel $(uname -r), $(nproc) CPUs"
 mgmt_up || { say "no NIC for the user network"; exit 1; }
-"$build/app/dpib-setup" --bind vfio-pci "$addr" --noiommu || exit 1
+if [ -n "$(ls /sys/kernel/iommu_groups 2>/dev/null)" ]; then
+	say "an IOMMU translates: vfio-pci with its group, IOVA as VA"
+	"$build/app/dpib-setup" --bind vfio-pci "$addr" || exit 1
+else
+	"$build/app/dpib-setup" --bind vfio-pci "$addr" --noiommu || exit 1
+fi
 "$build/app/dpib-setup" --status
 "$build/app/dpib-setup" --write-config "$addr" "$ip" -o "$conf" || exit 1
 # Two programs share two vCPUs with QEMU's own threads: the programs'

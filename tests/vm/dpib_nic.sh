@@ -20,6 +20,7 @@ dir=$(mktemp -d /tmp/dpib-vm-nic.XXXXXX)
 VM_EXTRA_SHARES=$dir
 VM_ENV="DPIB_BUILD=$build VMX_DIR=$dir"
 VM_USER_NET=1
+VM_IOMMU=${VM_IOMMU:-0}
 # shellcheck source=tests/vm/lib.sh
 . "$here/lib.sh"
 

@@ -32,7 +32,9 @@
 # VM_ENV (space-separated NAME=VALUE for the script's environment, no
 # spaces in values), VM_USER_NET=1 (a second virtio NIC at 0000:00:08.0
 # on QEMU's user network: the guest's kernel TCP to the namespace's
-# addresses at 10.0.2.2), VM_CACHE (image cache directory), VM_NO_TRAP=1 (the caller's own EXIT
+# addresses at 10.0.2.2), VM_IOMMU=1 (q35 with an emulated Intel IOMMU,
+# 48-bit, translating the NIC's DMA: vfio-pci with a real IOMMU group
+# instead of no-IOMMU mode), VM_CACHE (image cache directory), VM_NO_TRAP=1 (the caller's own EXIT
 # trap calls vm_cleanup). vm_run/vm_wait return 124 when the timeout
 # (default 600 s) killed qemu, 125 when the guest ended without a status.
 # Each vm_* reports on stderr.
@@ -134,7 +136,7 @@ vm_cleanup() {
 # $VM_SHARE; inside $VM_SHARE) to run. Sets VM_PID and VM_LOG.
 vm_start() {
 	local ns=$1 tap=$2 script=$3 timeout=${4:-600}
-	local mounts i dir append q user_net
+	local mounts i dir append q user_net iommu nic_opts
 
 	case $script in
 	/*) ;;
@@ -178,6 +180,17 @@ vm_start() {
 		$VM_APPEND"
 	append=$(echo "$append" | tr -s ' \t\n' ' ')
 
+	# VM_IOMMU=1: an emulated Intel IOMMU translating the NIC's DMA (q35),
+	# so vfio-pci runs with a real IOMMU group and DPDK with IOVA as VA.
+	iommu=()
+	nic_opts=
+	if [ "${VM_IOMMU:-0}" = 1 ]; then
+		iommu=(-machine q35,kernel-irqchip=split
+		       -device intel-iommu,intremap=on,caching-mode=on,aw-bits=48)
+		nic_opts=,iommu_platform=on,disable-legacy=on
+		append=$(echo "$append" |
+			 sed 's/vfio.enable_unsafe_noiommu_mode=1/intel_iommu=on/')
+	fi
 	# A second NIC for the kernel: QEMU's user network, where the guest
 	# (10.0.2.15) reaches the namespace's own addresses as 10.0.2.2.
 	user_net=()
@@ -188,14 +201,14 @@ vm_start() {
 	VM_STARTED=$(date +%s.%N)
 	VM_TIMEOUT=$timeout
 	timeout -k 5 "$timeout" ip netns exec "$ns" "$q" \
-		-accel tcg -cpu max -smp "$VM_SMP" -m "$VM_MEM" \
+		-accel tcg -cpu max -smp "$VM_SMP" -m "$VM_MEM" "${iommu[@]}" \
 		-nographic -vga none -no-reboot \
 		-kernel "$VM_IMAGE_DIR/vmlinuz" -initrd "$VM_IMAGE_DIR/initrd.img" \
 		-append "$append" \
 		-drive "file=$VM_IMAGE_DIR/rootfs.img,if=none,id=d0,format=raw,snapshot=on" \
 		-device virtio-blk-pci,drive=d0,addr=05.0 \
 		-netdev "tap,id=n0,ifname=$tap,script=no,downscript=no" \
-		-device "virtio-net-pci,netdev=n0,addr=04.0,mac=$VM_MAC" \
+		-device "virtio-net-pci,netdev=n0,addr=04.0,mac=$VM_MAC$nic_opts" \
 		"${user_net[@]}" "${mounts[@]}" \
 		</dev/null >"$VM_LOG" 2>&1 &
 	VM_PID=$!

@@ -226,9 +226,12 @@ region_map(struct dma_region *r, struct ib_dev *dev)
 	if (!dev->dma_pci || rte_eal_iova_mode() != RTE_IOVA_VA ||
 	    dev->port_id >= 64 || (r->ports >> dev->port_id & 1))
 		return 0;
+	/* VFIO's error is not passed on: an IOMMU whose address width
+	 * is below the buffer's address (39 bits on some) refuses it.
+	 */
 	if (rte_dev_dma_map(dev->rte_dev, (void *)r->lo, r->lo,
 			    r->hi - r->lo) != 0)
-		return rte_errno ? rte_errno : EIO;
+		return ENXIO;
 	r->ports |= UINT64_C(1) << dev->port_id;
 	return 0;
 }
@@ -340,7 +343,9 @@ ib_dma_mr_attach(struct ib_mr *mr)
 		       "DMA-mapped (%s): it works through the CPU copy%s",
 		       dev->conf.name, a, mr->length,
 		       err == ESTALE ? "memory registered before was unmapped "
-		       "under a live MR" : strerror(err),
+		       "under a live MR" : err == ENXIO ? "the IOMMU refused "
+		       "to map it: its address width may be below the "
+		       "buffer's address" : strerror(err),
 		       err == ENOSPC || err == ENOMEM ?
 		       "; DPDK takes at most RTE_MAX_MEMSEG_LISTS regions, "
 		       "register fewer, larger MRs" : "");
