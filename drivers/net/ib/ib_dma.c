@@ -324,6 +324,7 @@ ib_dma_mr_attach(struct ib_mr *mr)
 	    rte_mem_virt2memseg_list((void *)(b - 1)) == msl) {
 		mr->dma_pgsz = (uint32_t)RTE_MIN(msl->page_sz,
 						 (uint64_t)UINT32_MAX);
+		mr->dma_msl = msl;
 		mr->dma = 1;
 		return;
 	}
@@ -335,6 +336,11 @@ ib_dma_mr_attach(struct ib_mr *mr)
 	      regions_get(lo, hi, pgsz, dev, &pgsz);
 	if (err == 0) {
 		mr->dma_pgsz = (uint32_t)RTE_MIN(pgsz, (size_t)UINT32_MAX);
+		/* One region: its memseg list, for the IOVA lookups. */
+		msl = rte_mem_virt2memseg_list((void *)lo);
+		mr->dma_msl = msl != NULL &&
+			      (uintptr_t)msl->base_va + msl->len >= hi ?
+			      msl : NULL;
 		mr->dma_lo = lo;
 		mr->dma_hi = hi;
 		mr->dma = 1;
@@ -358,6 +364,7 @@ void
 ib_dma_mr_detach(struct ib_mr *mr)
 {
 	mr->dma = 0;
+	mr->dma_msl = NULL;
 	if (mr->dma_hi == 0)
 		return;
 	pthread_mutex_lock(&dma_lock);

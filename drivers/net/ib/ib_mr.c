@@ -300,6 +300,9 @@ int
 ib_mr_iova(const struct ib_dev *dev, struct ib_mr *mr, const uint8_t *p,
 	   uint32_t len, rte_iova_t *iova)
 {
+	const struct rte_memseg_list *msl;
+	const struct rte_memseg *ms;
+
 	if (!dev->dma_pci || rte_eal_iova_mode() == RTE_IOVA_VA) {
 		*iova = (rte_iova_t)(uintptr_t)p;
 		return !dev->dma_pci ||
@@ -309,8 +312,20 @@ ib_mr_iova(const struct ib_dev *dev, struct ib_mr *mr, const uint8_t *p,
 	    (((uintptr_t)p ^ ((uintptr_t)p + len - 1)) &
 	     ~((uintptr_t)mr->dma_pgsz - 1)))
 		return -1;	/* not registered, or two pages */
-	*iova = rte_mem_virt2iova(p);
-	return *iova == RTE_BAD_IOVA ? -1 : 0;
+	/*
+	 * The page's IOVA from its memseg (rte_mem_virt2iova would read
+	 * /proc/self/pagemap: a system call per packet), through the MR's
+	 * memseg list when it has one.
+	 */
+	msl = mr->dma_msl;
+	if (msl != NULL && ((uintptr_t)p < (uintptr_t)msl->base_va ||
+			    (uintptr_t)p >= (uintptr_t)msl->base_va + msl->len))
+		msl = NULL;
+	ms = rte_mem_virt2memseg(p, msl);
+	if (ms == NULL || ms->iova == RTE_BAD_IOVA)
+		return -1;
+	*iova = ms->iova + (uintptr_t)(p - (const uint8_t *)ms->addr);
+	return 0;
 }
 
 /*

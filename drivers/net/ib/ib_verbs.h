@@ -99,6 +99,7 @@ struct ib_mr {
 	uint8_t dma;
 	uint32_t zc;		/* MR: READ responses the port holds (atomic) */
 	uint32_t dma_pgsz;	/* page size of its registration */
+	struct rte_memseg_list *dma_msl; /* the one holding it, or NULL */
 	uintptr_t dma_lo, dma_hi;
 };
 
