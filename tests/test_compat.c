@@ -92,20 +92,7 @@ zero_length_classic(void)
 		pair_open(&p, &o);
 		if (types[t] == IBV_QPT_UC) {
 			/* The pair is RC: make a UC pair from scratch. */
-			struct ibv_qp_init_attr ia = {
-				.qp_type = IBV_QPT_UC, .sq_sig_all = 1,
-				.cap = pair_cap(&o),
-			};
-			int i;
-
-			for (i = 0; i < 2; i++) {
-				CHECK(ibv_destroy_qp(p.qp[i]) == 0, "destroy");
-				ia.send_cq = ia.recv_cq = p.cq[i];
-				p.qp[i] = ibv_create_qp(p.pd, &ia);
-				CHECK(p.qp[i] != NULL, "UC QP");
-			}
-			uc_connect(p.qp[0], p.qp[1]->qp_num, p.mtu);
-			uc_connect(p.qp[1], p.qp[0]->qp_num, p.mtu);
+			pair_make_uc(&p, &o, 1);
 		} else {
 			pair_connect(&p, &o);
 		}

@@ -326,18 +326,7 @@ zero_copy_run(enum ibv_qp_type type)
 
 	pair_open(&p, &o);
 	if (type == IBV_QPT_UC) {	/* the same pair, unreliable */
-		for (i = 0; i < 2; i++) {
-			struct ibv_qp_init_attr ia = {
-				.qp_type = IBV_QPT_UC, .cap = pair_cap(&o),
-				.send_cq = p.cq[i], .recv_cq = p.cq[i],
-			};
-
-			CHECK(ibv_destroy_qp(p.qp[i]) == 0, "destroy");
-			p.qp[i] = ibv_create_qp(p.pd, &ia);
-			CHECK(p.qp[i] != NULL, "UC QP");
-		}
-		uc_connect(p.qp[0], p.qp[1]->qp_num, p.mtu);
-		uc_connect(p.qp[1], p.qp[0]->qp_num, p.mtu);
+		pair_make_uc(&p, &o, 0);
 	} else {
 		pair_connect(&p, &o);
 	}

@@ -237,6 +237,30 @@ uc_connect(struct ibv_qp *qp, uint32_t dest, enum ibv_mtu mtu)
 	      "UC RTS");
 }
 
+/*
+ * The pair's RC QPs replaced by UC ones, connected to each other (UC takes
+ * no READ/atomic attributes); @sig_all as sq_sig_all.
+ */
+static inline void
+pair_make_uc(struct pair *p, const struct pair_opts *o, int sig_all)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_UC, .sq_sig_all = sig_all,
+			.cap = pair_cap(o),
+			.send_cq = p->cq[i], .recv_cq = p->cq[i],
+		};
+
+		CHECK(ibv_destroy_qp(p->qp[i]) == 0, "destroy");
+		p->qp[i] = ibv_create_qp(p->pd, &ia);
+		CHECK(p->qp[i] != NULL, "UC QP");
+	}
+	uc_connect(p->qp[0], p->qp[1]->qp_num, p->mtu);
+	uc_connect(p->qp[1], p->qp[0]->qp_num, p->mtu);
+}
+
 /* PSNs near the 24-bit wrap so that every test crosses it. */
 static inline void
 pair_connect(struct pair *p, const struct pair_opts *o)
