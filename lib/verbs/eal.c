@@ -399,6 +399,7 @@ init_once_fn(void)
 		ndevices++;
 	}
 	dpib_telemetry_register();
+	dpib_sysfs_write();
 }
 
 int

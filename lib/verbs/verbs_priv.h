@@ -98,5 +98,6 @@ void dpib_telemetry_register(void);
 /* eal.c */
 int dpib_global_init(void);
 struct dpib_device *dpib_devices(unsigned int *n);
+void dpib_sysfs_write(void);
 
 #endif /* VERBS_PRIV_H */

@@ -551,7 +551,11 @@ ib_resp_take_rwqe(struct ib_qp *qp)
 /*
  * UD receive (IBA 9.8.5, verbs): Q_Key check, then the first 40 bytes of
  * the buffer take the GRH - over IPv6 the IPv6 header, over IPv4 the IPv4
- * header placed in its last 20 bytes - and the payload follows.
+ * header placed in its last 20 bytes (RoCEv2 A17.4.5.2) - and the payload
+ * follows. The completion's sl says which (A17.4.5.1 wants the CQE to tell
+ * IPv4 from IPv6), coded as mlx5 reports it: bit 3 for a UDP (RoCEv2)
+ * frame, then 2 for IPv4 or 1 for IPv6. UCX's UD transport reads it to
+ * find the destination address in the GRH area.
  */
 static void
 resp_ud(struct ib_qp *qp, struct ib_pkt *p)
@@ -573,10 +577,13 @@ resp_ud(struct ib_qp *qp, struct ib_pkt *p)
 		ib_count(qp->dev, IB_CNT_RX_NO_RWQE);	/* UD: dropped */
 		return;
 	}
-	if ((p->ip[0] >> 4) == 6)
+	if ((p->ip[0] >> 4) == 6) {
 		memcpy(grh, p->ip, 40);
-	else
+		wc.sl = IB_WC_SL_ROCE_V2 | IB_WC_SL_IPV6;
+	} else {
 		memcpy(grh + 20, p->ip, 20);
+		wc.sl = IB_WC_SL_ROCE_V2 | IB_WC_SL_IPV4;
+	}
 	qp->resp.cur.idx = qp->resp.cur.off = 0;
 	wc.wr_id = rw->wr_id;
 	if (40 + p->paylen > rw->length)

@@ -238,4 +238,9 @@ psn_diff(uint32_t a, uint32_t b)
 	return (int32_t)((a - b) << 8) >> 8;
 }
 
+/* A UD receive completion's sl over RoCE: the packet type (as mlx5). */
+#define IB_WC_SL_ROCE_V2	0x8	/* UDP encapsulated */
+#define IB_WC_SL_IPV6		0x1
+#define IB_WC_SL_IPV4		0x2
+
 #endif /* IB_WIRE_H */
