@@ -12,7 +12,10 @@
 #include <net/if.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <rte_bus_vdev.h>
+#include <rte_cycles.h>
 #include <rte_dev.h>
 #include <rte_ethdev.h>
 #include <rte_malloc.h>
@@ -132,6 +135,88 @@ af_packet_mtu(const char *spec, uint32_t want)
 	return ok ? RTE_MIN(want, (uint32_t)ifr.ifr_mtu) : want;
 }
 
+/*
+ * A net_tap port's MTU: ethdev will not set one above the 1522-byte frame
+ * the PMD reports, but the PMD reads whatever its kernel interface takes
+ * (into chained mbufs, joined on receive): the interface gets the MTU the
+ * configuration asks for, up to what one mbuf holds.
+ */
+static uint32_t
+tap_mtu(const struct rte_eth_dev_info *info, uint32_t want)
+{
+	struct ifreq ifr = { 0 };
+	int s, ok;
+
+	want = RTE_MIN(want, (uint32_t)(IB_MBUF_DATA - RTE_PKTMBUF_HEADROOM -
+					RTE_ETHER_HDR_LEN - 4));
+	if (info->if_index == 0 ||
+	    if_indextoname(info->if_index, ifr.ifr_name) == NULL)
+		return RTE_MIN(want, 1500u);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return RTE_MIN(want, 1500u);
+	ifr.ifr_mtu = (int)want;
+	ok = ioctl(s, SIOCSIFMTU, &ifr) == 0 ||
+	     (ioctl(s, SIOCGIFMTU, &ifr) == 0 && ifr.ifr_mtu > 0);
+	close(s);
+	return ok ? RTE_MIN(want, (uint32_t)ifr.ifr_mtu) : RTE_MIN(want, 1500u);
+}
+
+/*
+ * A memif server binds its socket file, and one left by a process that was
+ * killed makes the bind fail ("Address already in use"). A socket nobody
+ * accepts on is such a leftover: it goes. One that answers belongs to a
+ * live server, and stays (the port then fails to open, as it should).
+ */
+static void
+memif_stale_socket(const char *args)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	const char *p = strstr(args, "socket=");
+	struct stat st;
+	size_t n;
+	int s, ret;
+
+	if (strstr(args, "role=server") == NULL || p == NULL ||
+	    strstr(args, "socket-abstract=no") == NULL)
+		return;
+	p += strlen("socket=");
+	n = strcspn(p, ",");
+	if (n == 0 || n >= sizeof(sa.sun_path))
+		return;
+	memcpy(sa.sun_path, p, n);
+	if (stat(sa.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode))
+		return;
+	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (s < 0)
+		return;
+	ret = connect(s, (struct sockaddr *)&sa, sizeof(sa));
+	if (ret != 0 && errno == ECONNREFUSED && unlink(sa.sun_path) == 0)
+		IB_LOG(NOTICE, "removed %s, a memif socket nobody served",
+		       sa.sun_path);
+	close(s);
+}
+
+/*
+ * Start the port. A memif client cannot start before its server's socket
+ * is there: two programs started together (a perftest or UCX client a
+ * moment after its server) would fail by a few milliseconds. Within the
+ * device's link_wait_ms it tries again.
+ */
+static int
+port_start_retry(struct ib_dev *dev, const struct rte_eth_dev_info *info)
+{
+	uint64_t end = rte_get_timer_cycles() +
+		       rte_get_timer_hz() / 1000 * dev->conf.link_wait_ms;
+	int ret;
+
+	while ((ret = rte_eth_dev_start(dev->port_id)) != 0 &&
+	       strcmp(info->driver_name, "net_memif") == 0 &&
+	       rte_get_timer_cycles() < end)
+		rte_delay_us_sleep(50000);
+	return ret;
+}
+
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
 static int
 port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
@@ -150,6 +235,8 @@ port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
 		snprintf(args, sizeof(args), "%s", comma ? comma + 1 : "");
 		if (strncmp(name, "net_af_packet", 13) == 0)
 			af_packet_defaults(args, sizeof(args), mtu);
+		if (strncmp(name, "net_memif", 9) == 0)
+			memif_stale_socket(args);
 		if (rte_vdev_init(name, args) != 0)
 			return -ENODEV;
 	} else if (rte_dev_probe(spec) != 0) {
@@ -207,7 +294,8 @@ port_start(struct ib_dev *dev)
 	 * (af_packet_defaults sized them).
 	 */
 	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN &&
-	    strcmp(info.driver_name, "net_af_packet") != 0)
+	    strcmp(info.driver_name, "net_af_packet") != 0 &&
+	    strcmp(info.driver_name, "net_tap") != 0)
 		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
 	/* Chained frames (zero-copy payloads) where the port takes them;
 	 * net_ring hands mbufs over as they are, to dpib's own receive.
@@ -233,6 +321,8 @@ port_start(struct ib_dev *dev)
 	/* Virtual ports without MTU control carry what the config says. */
 	if (strcmp(info.driver_name, "net_af_packet") == 0)
 		dev->conf.mtu = af_packet_mtu(dev->conf.port, dev->conf.mtu);
+	else if (strcmp(info.driver_name, "net_tap") == 0)
+		dev->conf.mtu = tap_mtu(&info, dev->conf.mtu);
 	else if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
 		uint16_t mtu;
 
@@ -250,7 +340,7 @@ port_start(struct ib_dev *dev)
 		if (ret != 0)
 			return ret;
 	}
-	ret = rte_eth_dev_start(port);
+	ret = port_start_retry(dev, &info);
 	if (ret != 0)
 		return ret;
 	rte_eth_promiscuous_enable(port);
