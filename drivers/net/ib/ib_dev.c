@@ -197,24 +197,74 @@ memif_stale_socket(const char *args)
 	close(s);
 }
 
+/* The socket file of a memif client's devargs, or 0 when it has none. */
+static int
+memif_client_socket(const char *spec, char *path, size_t len)
+{
+	const char *p = strstr(spec, "socket=");
+	size_t n;
+
+	if (strncmp(spec, "net_memif", 9) != 0 ||
+	    strstr(spec, "role=client") == NULL || p == NULL ||
+	    strstr(spec, "socket-abstract=no") == NULL)
+		return 0;
+	p += strlen("socket=");
+	n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return 0;
+	memcpy(path, p, n);
+	path[n] = '\0';
+	return 1;
+}
+
+/* Up to @ms for the port's link; 1 when it came up. */
+static int
+link_up_within(uint16_t port, uint32_t ms)
+{
+	struct rte_eth_link link;
+
+	for (;;) {
+		if (rte_eth_link_get_nowait(port, &link) == 0 &&
+		    link.link_status == RTE_ETH_LINK_UP)
+			return 1;
+		if (ms-- == 0)
+			return 0;
+		rte_delay_us_sleep(1000);
+	}
+}
+
 /*
- * Start the port. A memif client cannot start before its server's socket
- * is there: two programs started together (a perftest or UCX client a
- * moment after its server) would fail by a few milliseconds. Within the
- * device's link_wait_ms it tries again.
+ * Start the port. A memif client started together with its server (MPI
+ * ranks, a perftest or UCX client a moment after its server) may find no
+ * socket yet, or a server whose port is not started, which drops it: its
+ * link then stays down. Within the device's link_wait_ms the client waits
+ * for the socket file, and starts again until the link comes up.
  */
 static int
 port_start_retry(struct ib_dev *dev, const struct rte_eth_dev_info *info)
 {
 	uint64_t end = rte_get_timer_cycles() +
 		       rte_get_timer_hz() / 1000 * dev->conf.link_wait_ms;
+	char sock[108];
+	struct stat st;
 	int ret;
 
-	while ((ret = rte_eth_dev_start(dev->port_id)) != 0 &&
-	       strcmp(info->driver_name, "net_memif") == 0 &&
-	       rte_get_timer_cycles() < end)
-		rte_delay_us_sleep(50000);
-	return ret;
+	if (strcmp(info->driver_name, "net_memif") != 0 ||
+	    !memif_client_socket(dev->conf.port, sock, sizeof(sock)))
+		return rte_eth_dev_start(dev->port_id);
+	for (;;) {
+		while ((stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) &&
+		       rte_get_timer_cycles() < end)
+			rte_delay_us_sleep(10000);
+		ret = rte_eth_dev_start(dev->port_id);
+		if (rte_get_timer_cycles() >= end ||
+		    (ret == 0 && link_up_within(dev->port_id, 1000)))
+			return ret;
+		if (ret == 0)
+			(void)rte_eth_dev_stop(dev->port_id);
+		else
+			rte_delay_us_sleep(50000);
+	}
 }
 
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */

@@ -1,0 +1,50 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+#
+# mpi.sh BUILD PROGRAM [TLS]: Debian's Open MPI across two dpib devices.
+# Two ranks on this machine, each with a dpib device of its own (a memif
+# pair: rank 0 the server, rank 1 the client, chosen by the wrapper from
+# OMPI_COMM_WORLD_RANK), Open MPI's UCX PML over UCX's rc_verbs and
+# ud_verbs on dpib (or TLS). Passes when PROGRAM says "MPI OK" and the
+# dpib counters of both ranks show the traffic.
+set -uo pipefail
+
+build=$(cd "${1:?usage: mpi.sh BUILD PROGRAM [TLS]}" && pwd)
+prog=${2:?usage: mpi.sh BUILD PROGRAM [TLS]}
+tls=${3:-self,rc_verbs,ud_verbs}
+top=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+command -v mpirun >/dev/null ||
+	{ echo "SKIP: mpirun missing (apt-get install openmpi-bin)"; exit 77; }
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+cat >"$tmp/rank.sh" <<EOF
+#!/bin/sh
+if [ "\$OMPI_COMM_WORLD_RANK" = 0 ]; then
+	c=$top/config/memif-server.conf
+else
+	c=$top/config/memif-client.conf
+fi
+DPIB_EXIT_COUNTERS=$tmp/counters.\$OMPI_COMM_WORLD_RANK exec "$build/app/dpib-run" -c "\$c" "\$@"
+EOF
+chmod +x "$tmp/rank.sh"
+
+# Open MPI's own transports off (shared memory, TCP): UCX on dpib only.
+start=$(date +%s)
+timeout 300 mpirun --allow-run-as-root --oversubscribe -np 2 \
+	--mca pml ucx --mca btl '^vader,tcp,openib,uct' --mca osc '^ucx' \
+	-x UCX_TLS="$tls" -x UCX_NET_DEVICES=dpib0:1 \
+	"$tmp/rank.sh" "$prog" >"$tmp/out" 2>&1
+rc=$?
+grep -v "VM_UNMAP" "$tmp/out"
+echo "mpirun status $rc after $(($(date +%s) - start)) s"
+fail=0
+[ "$rc" = 0 ] && grep -q "^MPI OK" "$tmp/out" || fail=1
+for r in 0 1; do
+	p=$(awk '$2 == "tx_packets" { print $3 }' "$tmp/counters.$r" 2>/dev/null)
+	echo "rank $r: dpib tx_packets ${p:-none}"
+	[ "${p:-0}" -ge 1000 ] || fail=1
+done
+[ "$fail" = 0 ] && echo PASS || echo FAIL
+exit "$fail"
