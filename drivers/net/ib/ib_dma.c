@@ -67,10 +67,10 @@ ib_dma_dev_init(struct ib_dev *dev)
 	struct rte_eth_dev_info info;
 	const char *bus = NULL;
 
-	if (rte_eth_dev_info_get(dev->port_id, &info) == 0 &&
-	    info.device != NULL && rte_dev_bus(info.device) != NULL)
-		bus = rte_bus_name(rte_dev_bus(info.device));
-	dev->rte_dev = info.device;
+	dev->rte_dev = rte_eth_dev_info_get(dev->port_id, &info) == 0 ?
+		       info.device : NULL;
+	if (dev->rte_dev != NULL && rte_dev_bus(dev->rte_dev) != NULL)
+		bus = rte_bus_name(rte_dev_bus(dev->rte_dev));
 	dev->dma_pci = bus != NULL && strcmp(bus, "pci") == 0;
 	dev->dma = dev->conf.dma == IB_DMA_ON ||
 		   (dev->conf.dma == IB_DMA_AUTO && dev->dma_pci);
