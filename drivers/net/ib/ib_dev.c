@@ -163,6 +163,31 @@ tap_mtu(const struct rte_eth_dev_info *info, uint32_t want)
 }
 
 /*
+ * The socket file in a memif port's devargs @args when its role is @role
+ * (server or client) and the socket is a file (socket-abstract=no); 0 when
+ * it is not.
+ */
+static int
+memif_socket(const char *args, const char *role, char *path, size_t len)
+{
+	const char *p = strstr(args, "socket=");
+	char want[32];
+	size_t n;
+
+	snprintf(want, sizeof(want), "role=%s", role);
+	if (strstr(args, want) == NULL || p == NULL ||
+	    strstr(args, "socket-abstract=no") == NULL)
+		return 0;
+	p += strlen("socket=");
+	n = strcspn(p, ",");
+	if (n == 0 || n >= len)
+		return 0;
+	memcpy(path, p, n);
+	path[n] = '\0';
+	return 1;
+}
+
+/*
  * A memif server binds its socket file, and one left by a process that was
  * killed makes the bind fail ("Address already in use"). A socket nobody
  * accepts on is such a leftover: it goes. One that answers belongs to a
@@ -172,20 +197,11 @@ static void
 memif_stale_socket(const char *args)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	const char *p = strstr(args, "socket=");
 	struct stat st;
-	size_t n;
 	int s, ret;
 
-	if (strstr(args, "role=server") == NULL || p == NULL ||
-	    strstr(args, "socket-abstract=no") == NULL)
-		return;
-	p += strlen("socket=");
-	n = strcspn(p, ",");
-	if (n == 0 || n >= sizeof(sa.sun_path))
-		return;
-	memcpy(sa.sun_path, p, n);
-	if (stat(sa.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode))
+	if (!memif_socket(args, "server", sa.sun_path, sizeof(sa.sun_path)) ||
+	    stat(sa.sun_path, &st) != 0 || !S_ISSOCK(st.st_mode))
 		return;
 	s = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (s < 0)
@@ -195,26 +211,6 @@ memif_stale_socket(const char *args)
 		IB_LOG(NOTICE, "removed %s, a memif socket nobody served",
 		       sa.sun_path);
 	close(s);
-}
-
-/* The socket file of a memif client's devargs, or 0 when it has none. */
-static int
-memif_client_socket(const char *spec, char *path, size_t len)
-{
-	const char *p = strstr(spec, "socket=");
-	size_t n;
-
-	if (strncmp(spec, "net_memif", 9) != 0 ||
-	    strstr(spec, "role=client") == NULL || p == NULL ||
-	    strstr(spec, "socket-abstract=no") == NULL)
-		return 0;
-	p += strlen("socket=");
-	n = strcspn(p, ",");
-	if (n == 0 || n >= len)
-		return 0;
-	memcpy(path, p, n);
-	path[n] = '\0';
-	return 1;
 }
 
 /* Up to @ms for the port's link; 1 when it came up. */
@@ -250,7 +246,7 @@ port_start_retry(struct ib_dev *dev, const struct rte_eth_dev_info *info)
 	int ret;
 
 	if (strcmp(info->driver_name, "net_memif") != 0 ||
-	    !memif_client_socket(dev->conf.port, sock, sizeof(sock)))
+	    !memif_socket(dev->conf.port, "client", sock, sizeof(sock)))
 		return rte_eth_dev_start(dev->port_id);
 	for (;;) {
 		while ((stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) &&

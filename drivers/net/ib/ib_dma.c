@@ -26,7 +26,7 @@
  * With IOVA as physical addresses (vfio no-IOMMU, uio) nothing translates:
  * the pages are locked so that they stay where the IOVAs say. A region
  * DPDK cannot take (its memseg lists are few: RTE_MAX_MEMSEG_LISTS) leaves
- * the MR working through the CPU copy, counted and logged once.
+ * the MR working through the CPU copy, logged once.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -58,7 +58,7 @@ struct dma_region {
 
 static TAILQ_HEAD(, dma_region) regions = TAILQ_HEAD_INITIALIZER(regions);
 static pthread_mutex_t dma_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct ib_dma_stats stats;
+static int fallback_told;	/* an MR left to the CPU copy was logged */
 
 /* Does @dev's port need its MRs known to DPDK? */
 void
@@ -156,8 +156,6 @@ region_destroy(struct dma_region *r)
 		munlock((void *)r->lo, len);
 	ib_mem_untrack(&r->track);
 	TAILQ_REMOVE(&regions, r, next);
-	stats.regions--;
-	stats.bytes -= len;
 	free(r);
 }
 
@@ -211,8 +209,6 @@ region_create(uintptr_t lo, uintptr_t hi, size_t pgsz, struct dma_region *pos,
 		TAILQ_INSERT_BEFORE(pos, r, next);
 	else
 		TAILQ_INSERT_TAIL(&regions, r, next);
-	stats.regions++;
-	stats.bytes += hi - lo;
 	return 0;
 }
 
@@ -344,7 +340,8 @@ ib_dma_mr_attach(struct ib_mr *mr)
 		mr->dma_lo = lo;
 		mr->dma_hi = hi;
 		mr->dma = 1;
-	} else if (stats.fallbacks++ == 0) {
+	} else if (!fallback_told) {
+		fallback_told = 1;
 		IB_LOG(WARNING, "%s: MR %#" PRIxPTR "+%" PRIu64 " is not "
 		       "DMA-mapped (%s): it works through the CPU copy%s",
 		       dev->conf.name, a, mr->length,
@@ -371,12 +368,4 @@ ib_dma_mr_detach(struct ib_mr *mr)
 	regions_put(mr->dma_lo, mr->dma_hi);
 	pthread_mutex_unlock(&dma_lock);
 	mr->dma_lo = mr->dma_hi = 0;
-}
-
-void
-ib_dma_stats_get(struct ib_dma_stats *st)
-{
-	pthread_mutex_lock(&dma_lock);
-	*st = stats;
-	pthread_mutex_unlock(&dma_lock);
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <isa-l/crc.h>
 #include <rte_common.h>
+#include <rte_mbuf.h>
 
 #include "ib_hca.h"
 
@@ -132,9 +133,24 @@ ib_icrc_inplace(uint8_t *ip, uint32_t len)
 	return crc;
 }
 
-/* Continue an ICRC over @len more bytes (a chained packet's next part). */
+/*
+ * The same over a chained packet (ib_tx.c's zero-copy frames): the masked
+ * headers of its first segment from @ip, the other segments as they are,
+ * up to the ICRC in the last four bytes of the last one, where *@icrc
+ * points.
+ */
 uint32_t
-ib_icrc_more(uint32_t crc, const uint8_t *buf, uint32_t len)
+ib_icrc_chain(struct rte_mbuf *m, uint8_t *ip, uint8_t **icrc)
 {
-	return crc32(crc, buf, len);
+	uint32_t crc = ib_icrc_inplace(ip, (uint32_t)(rte_pktmbuf_mtod(m,
+			uint8_t *) + rte_pktmbuf_data_len(m) - ip));
+	struct rte_mbuf *s;
+	uint8_t *p;
+
+	for (s = m->next; s->next != NULL; s = s->next)
+		crc = crc32(crc, rte_pktmbuf_mtod(s, uint8_t *),
+			    rte_pktmbuf_data_len(s));
+	p = rte_pktmbuf_mtod(s, uint8_t *);
+	*icrc = p + rte_pktmbuf_data_len(s) - IB_ICRC_LEN;
+	return crc32(crc, p, rte_pktmbuf_data_len(s) - IB_ICRC_LEN);
 }

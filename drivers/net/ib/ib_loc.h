@@ -122,15 +122,9 @@ ib_pace_ok(struct ib_qp *qp)
 }
 
 /* ib_dma.c: MRs a NIC can DMA from */
-struct ib_dma_stats {
-	uint64_t regions;	/* external memory registrations */
-	uint64_t bytes;		/* in them */
-	uint64_t fallbacks;	/* MRs left to the CPU copy */
-};
 void ib_dma_dev_init(struct ib_dev *dev);
 void ib_dma_mr_attach(struct ib_mr *mr);
 void ib_dma_mr_detach(struct ib_mr *mr);
-void ib_dma_stats_get(struct ib_dma_stats *st);
 
 /* ib_memhook.c: registered memory and the address space */
 int ib_mem_hooked(void);
@@ -234,6 +228,14 @@ void ib_pkt_bth(uint8_t *bth, uint8_t opcode, int se, uint32_t qpn,
 uint16_t ib_udp_sport(uint32_t qpn);
 int ib_tx(struct ib_dev *dev, struct rte_mbuf *m);
 void ib_tx_reclaim(struct ib_dev *dev);
+int ib_zc_settle(const uint32_t *refs, uint32_t n, size_t stride);
+
+/* Does a payload of @len bytes leave zero-copy (`zero_copy`)? */
+static inline int
+ib_zc_wanted(const struct ib_dev *dev, uint32_t len)
+{
+	return dev->zc_min != 0 && len >= dev->zc_min;
+}
 struct rte_mbuf *ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode,
 				 uint8_t *va, rte_iova_t iova, uint32_t paylen,
 				 uint32_t *ref, uint8_t **bth);
@@ -251,7 +253,7 @@ void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 /* ib_icrc.c */
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
-uint32_t ib_icrc_more(uint32_t crc, const uint8_t *buf, uint32_t len);
+uint32_t ib_icrc_chain(struct rte_mbuf *m, uint8_t *ip, uint8_t **icrc);
 
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);

@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <rte_cycles.h>
 #include <rte_malloc.h>
 #include <rte_memcpy.h>
 
@@ -175,32 +174,20 @@ mr_unpublish_apply(void *arg)
 		key_unpublish(u->dev, u->mr);
 }
 
-/*
- * READ responses sent zero-copy point into the MR until the port frees
- * them: wait a little for that. A port that frees sent mbufs only when
- * its ring fills (net_virtio) holds them long after the NIC read them;
- * the structure their release decrements is then left allocated.
- */
+/* READ responses sent zero-copy point into the MR (ib_zc_settle). */
 static int
 zc_settled(struct ib_mr *mr)
 {
-	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000;
 	static int told;
 
-	while (__atomic_load_n(&mr->zc, __ATOMIC_ACQUIRE) != 0) {
-		if (rte_get_timer_cycles() > deadline) {
-			if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
-				IB_LOG(NOTICE, "%s: MR %#x deregistered while "
-				       "its port still holds sent READ "
-				       "responses: its %zu bytes of state "
-				       "stay allocated (said once)",
-				       mr->dev->conf.name, mr->key,
-				       sizeof(*mr));
-			return 0;
-		}
-		rte_delay_us_sleep(50);
-	}
-	return 1;
+	if (ib_zc_settle(&mr->zc, 1, 0))
+		return 1;
+	if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+		IB_LOG(NOTICE, "%s: MR %#x deregistered while its port still "
+		       "holds sent READ responses: its %zu bytes of state stay "
+		       "allocated (said once)", mr->dev->conf.name, mr->key,
+		       sizeof(*mr));
+	return 0;
 }
 
 /* ibv_dereg_mr(3): fails (EBUSY) while a memory window is bound to it. */

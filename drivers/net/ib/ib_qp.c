@@ -594,30 +594,7 @@ ib_qp_unpublish(struct ib_qp *qp)
 	return ib_engine_exec(qp->dev, qp_unpublish, qp);
 }
 
-/*
- * Zero-copy frames of the QP that a port still holds decrement their WQE's
- * state when freed: wait for them (the engine keeps sending and the port
- * freeing), and should a port sit on them, leave the states allocated.
- */
 static int zc_told;
-
-static int
-zc_settled(struct ib_qp *qp)
-{
-	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000;
-	uint32_t i = 0;
-
-	while (i < qp->sq.size) {
-		if (__atomic_load_n(&qp->swqe[i].zc, __ATOMIC_ACQUIRE) == 0) {
-			i++;
-			continue;
-		}
-		if (rte_get_timer_cycles() > deadline)
-			return 0;
-		rte_delay_us_sleep(50);
-	}
-	return 1;
-}
 
 /* Step 2: free it (events about it purged and acknowledged by then). */
 void
@@ -629,7 +606,8 @@ ib_qp_free(struct ib_qp *qp)
 	dev->nqp--;
 	qp->sh->nqp--;
 	rte_spinlock_unlock(&dev->ctl_lock);
-	if (zc_settled(qp))
+	/* Zero-copy frames the port holds decrement their WQE's state. */
+	if (ib_zc_settle(&qp->swqe[0].zc, qp->sq.size, sizeof(qp->swqe[0])))
 		rte_free(qp->swqe);
 	else if (!__atomic_exchange_n(&zc_told, 1, __ATOMIC_RELAXED))
 		IB_LOG(NOTICE, "%s: QP %u destroyed while its port still holds "

@@ -201,8 +201,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	info = &ib_opcode[op];
 	mask = info->mask;
 	/* Large payloads go from the MR itself where the port takes it. */
-	if (chunk >= qp->dev->zc_min && qp->dev->zc_min != 0 &&
-	    !(w->flags & IBV_SEND_INLINE) &&
+	if (ib_zc_wanted(qp->dev, chunk) && !(w->flags & IBV_SEND_INLINE) &&
 	    (qp->ibv.qp_type == IBV_QPT_RC || qp->dev->tx_reclaims))
 		zc = ib_sge_ref(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 				&qp->req.cur, chunk, &iova);

@@ -788,7 +788,7 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 			return -EACCES;
 	}
 	/* Large responses go from the MR itself (ib_tx.c). */
-	if (chunk >= qp->dev->zc_min && qp->dev->zc_min != 0 &&
+	if (ib_zc_wanted(qp->dev, chunk) &&
 	    ib_mr_iova(qp->dev, mr, src + j->offset, chunk, &iova) == 0)
 		m = ib_pkt_alloc_zc(qp, op, src + j->offset, iova, chunk,
 				    &mr->zc, &bth);

@@ -269,23 +269,6 @@ rx_zc_layout(const struct rte_mbuf *m)
 	       rte_pktmbuf_data_len(last) <= IB_ICRC_LEN + 3;
 }
 
-/* Its ICRC, and the one it carries in *@wire. */
-static uint32_t
-rx_zc_icrc(struct rte_mbuf *m, uint8_t *l3, uint32_t *wire)
-{
-	struct rte_mbuf *pm = m->next, *tm = pm->next;
-	uint8_t *t = rte_pktmbuf_mtod(tm, uint8_t *);
-	uint32_t tl = rte_pktmbuf_data_len(tm) - IB_ICRC_LEN;
-	uint32_t crc;
-
-	crc = ib_icrc_inplace(l3, (uint32_t)(rte_pktmbuf_mtod(m, uint8_t *) +
-					     rte_pktmbuf_data_len(m) - l3));
-	crc = ib_icrc_more(crc, rte_pktmbuf_mtod(pm, uint8_t *),
-			   rte_pktmbuf_data_len(pm));
-	memcpy(wire, t + tl, IB_ICRC_LEN);
-	return ib_icrc_more(crc, t, tl);
-}
-
 /*
  * Receive one frame. Checks run in the order of IBA 9.6 (packet header
  * validation) after the RoCEv2 encapsulation (802.1Q tag, IPv4 or IPv6,
@@ -303,7 +286,7 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 	struct ib_qp *qp;
 	uint32_t len, off, l3len, udplen, qpn, paylen, crc, wire_crc;
 	uint16_t type = 0;
-	uint8_t *p, *l3, *bth;
+	uint8_t *p, *l3, *bth, *at;
 
 	if (likely(!handed))
 		ib_count(dev, IB_CNT_RX_PKTS);
@@ -350,7 +333,8 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 		    rte_pktmbuf_data_len(m->next->next) !=
 		    IB_ICRC_LEN + bth_pad(b))
 			goto drop_len;
-		crc = rx_zc_icrc(m, l3, &wire_crc);
+		crc = ib_icrc_chain(m, l3, &at);
+		memcpy(&wire_crc, at, IB_ICRC_LEN);
 	} else {
 		memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN,
 		       IB_ICRC_LEN);

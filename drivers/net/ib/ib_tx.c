@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
@@ -211,6 +212,32 @@ ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode, uint32_t paylen,
 	return pkt_alloc(qp, &qp->path.hdr, opcode, paylen, bth, payload, 0);
 }
 
+/*
+ * Wait a little (1 ms) for the @n counts at @refs of zero-copy frames a
+ * port still holds to reach 0; 1 when they did. A port that frees sent
+ * mbufs only when its ring fills (net_virtio) holds them long after the
+ * NIC read them: the caller then keeps the counts allocated, for the
+ * frames' release to decrement.
+ */
+int
+ib_zc_settle(const uint32_t *refs, uint32_t n, size_t stride)
+{
+	uint64_t deadline = rte_get_timer_cycles() + rte_get_timer_hz() / 1000;
+	uint32_t i = 0;
+
+	while (i < n) {
+		if (__atomic_load_n((const uint32_t *)((const uint8_t *)refs +
+			i * stride), __ATOMIC_ACQUIRE) == 0) {
+			i++;
+			continue;
+		}
+		if (rte_get_timer_cycles() > deadline)
+			return 0;
+		rte_delay_us_sleep(50);
+	}
+	return 1;
+}
+
 /* The port freed the last frame of a zero-copy payload: one less. */
 static void
 zc_released(void *addr __rte_unused, void *opaque)
@@ -224,7 +251,7 @@ zc_released(void *addr __rte_unused, void *opaque)
  * one mbuf, the payload as an external buffer in a second, pad and ICRC in
  * a third. The second mbuf's own data room, unused while it points
  * elsewhere, holds the shared info, so that nothing outlives it; when the
- * port frees it, *@ref drops by one (the WQE completes only at 0).
+ * port frees it, *@ref drops by one (a UC WQE completes only at 0).
  */
 struct rte_mbuf *
 ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode, uint8_t *va,
@@ -453,8 +480,8 @@ ib_tx_flush(struct ib_dev *dev)
 }
 
 /*
- * Zero-copy frames keep a WQE from completing until the port frees them:
- * hand over what is queued, and ask a PMD that frees its sent mbufs
+ * Zero-copy frames keep a UC WQE from completing until the port frees
+ * them: hand over what is queued, and ask a PMD that frees its sent mbufs
  * lazily (PCI NICs, at a later burst) to do it now.
  */
 void
@@ -486,43 +513,22 @@ ib_tx_raw(struct ib_dev *dev, struct rte_mbuf *m)
 	return 0;
 }
 
-/*
- * The ICRC of a chained packet (ib_pkt_alloc_zc): the masked headers in
- * the first segment, the rest as it is, into the last four bytes.
- */
-static int
-tx_chain(struct ib_dev *dev, struct rte_mbuf *m)
-{
-	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t crc = ib_icrc_inplace(p + m->l2_len,
-				       rte_pktmbuf_data_len(m) - m->l2_len);
-	struct rte_mbuf *s;
-	rte_le32_t le;
-
-	for (s = m->next; s->next != NULL; s = s->next)
-		crc = ib_icrc_more(crc, rte_pktmbuf_mtod(s, uint8_t *),
-				   rte_pktmbuf_data_len(s));
-	p = rte_pktmbuf_mtod(s, uint8_t *);
-	crc = ib_icrc_more(crc, p, rte_pktmbuf_data_len(s) - IB_ICRC_LEN);
-	le = rte_cpu_to_le_32(crc);
-	memcpy(p + rte_pktmbuf_data_len(s) - IB_ICRC_LEN, &le, IB_ICRC_LEN);
-	return ib_tx_raw(dev, m);
-}
-
 /* Seal a RoCEv2 packet with its ICRC and queue it. */
 int
 ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 {
-	uint8_t *p = rte_pktmbuf_mtod(m, uint8_t *);
+	uint8_t *ip = rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len, *at;
 	uint32_t iplen = rte_pktmbuf_data_len(m) - m->l2_len;
 	uint32_t crc;
 	rte_le32_t le;
 
-	if (unlikely(m->next != NULL))
-		return tx_chain(dev, m);
-	crc = ib_icrc_inplace(p + m->l2_len, iplen - IB_ICRC_LEN);
+	if (unlikely(m->next != NULL)) {	/* zero copy: ib_pkt_alloc_zc */
+		crc = ib_icrc_chain(m, ip, &at);
+	} else {
+		at = ip + iplen - IB_ICRC_LEN;
+		crc = ib_icrc_inplace(ip, iplen - IB_ICRC_LEN);
+	}
 	le = rte_cpu_to_le_32(crc);
-
-	memcpy(p + m->l2_len + iplen - IB_ICRC_LEN, &le, IB_ICRC_LEN);
+	memcpy(at, &le, IB_ICRC_LEN);
 	return ib_tx_raw(dev, m);
 }
