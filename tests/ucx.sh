@@ -154,6 +154,28 @@ done
 pair memif "UCP rc_verbs,ud_verbs tag_lat -s 8" \
 	"$dev UCX_TLS=rc_verbs,ud_verbs" -n 1000 -t tag_lat -s 8
 
+# --- one process, both ends on one device ----------------------------------
+# ucx_perftest's loopback mode connects a worker to itself through the
+# device's own GID (as UCX's wire-up of a process to itself does): the
+# frames loop back inside dpib.
+for t in "-x rc_verbs -t am_lat -s 16" "-x ud_verbs -t am_lat -s 16" \
+	 "-x rc_verbs -t put_bw -s 65536 -D zcopy -n 300"; do
+	rm -f "$tmp/counters"
+	# shellcheck disable=SC2086
+	ip netns exec "$na" env $dev DPIB_EXIT_COUNTERS="$tmp/counters" \
+		timeout 60 "$run" -c "$top/config/af_packet-a.conf" \
+		ucx_perftest -d dpib0:1 -n 1000 $t -l >"$tmp/c.log" 2>&1
+	rc=$?
+	lo=$(awk '$2 == "tx_loopback_packets" { print $3 }' "$tmp/counters" 2>/dev/null)
+	if [ "$rc" = 0 ] && grep -q "^Final:" "$tmp/c.log" && [ "${lo:-0}" -ge 100 ]; then
+		ok "loopback (-l) $t: $(grep '^Final:' "$tmp/c.log" | tr -s ' ' |
+			cut -d' ' -f2-6) (dpib tx_loopback_packets $lo)"
+	else
+		bad "loopback (-l) $t: status $rc, tx_loopback_packets ${lo:-none}"
+		tail -5 "$tmp/c.log"
+	fi
+done
+
 # --- jumbo frames on virtual ports ------------------------------------------
 ip -n "$na" link set veth-a mtu 9000 && ip -n "$nb" link set veth-b mtu 9000
 sed 's/^mtu = .*/mtu = 9000/' "$top/config/af_packet-a.conf" >"$tmp/a9.conf"

@@ -16,6 +16,8 @@
 	X(TX_DROP_LINK_DOWN,	"tx_drop_link_down") \
 	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
 	X(TX_ZERO_COPY,		"tx_zero_copy_packets") \
+	X(TX_LOOPBACK,		"tx_loopback_packets") \
+	X(TX_LOOPBACK_DROP,	"tx_drop_loopback_full") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
 	X(RX_BAD_VLAN,		"rx_drop_vlan_mismatch") \
 	X(RX_MCAST6,		"rx_drop_ipv6_multicast") \

@@ -432,8 +432,12 @@ shards_init(struct ib_dev *dev)
 		snprintf(name, sizeof(name), "ib_ho%u_%u", n, i);
 		sh->handoff = rte_ring_create(name, IB_HANDOFF_RING,
 					      SOCKET_ID_ANY, RING_F_SC_DEQ);
+		snprintf(name, sizeof(name), "ib_lo%u_%u", n, i);
+		sh->self = rte_ring_create(name, IB_SELF_RING, SOCKET_ID_ANY,
+					   RING_F_SP_ENQ | RING_F_SC_DEQ);
 		sh->mc = rte_mempool_cache_create(IB_MBUF_CACHE, SOCKET_ID_ANY);
-		if (sh->db_ring == NULL || sh->handoff == NULL || sh->mc == NULL)
+		if (sh->db_ring == NULL || sh->handoff == NULL ||
+		    sh->self == NULL || sh->mc == NULL)
 			return -ENOMEM;
 		ib_wake_open(sh);
 	}
@@ -562,6 +566,14 @@ ib_dev_destroy(struct ib_dev *dev)
 		ib_wake_close(&dev->sh[i]);
 		rte_ring_free(dev->sh[i].db_ring);
 		rte_ring_free(dev->sh[i].handoff);
+		if (dev->sh[i].self != NULL) {
+			struct rte_mbuf *m;
+
+			while (rte_ring_dequeue(dev->sh[i].self,
+						(void **)&m) == 0)
+				rte_pktmbuf_free(m);
+			rte_ring_free(dev->sh[i].self);
+		}
 		if (dev->sh[i].mc != NULL) {
 			rte_mempool_cache_flush(dev->sh[i].mc, dev->pool);
 			rte_mempool_cache_free(dev->sh[i].mc);

@@ -332,6 +332,14 @@ shard_pass(struct ib_shard *sh)
 		work += n;
 	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);
 	work += take_handoffs(sh);
+	if (unlikely(!rte_ring_empty(sh->self))) {
+		n = rte_ring_sc_dequeue_burst(sh->self, (void **)pkts,
+					      IB_RX_BURST, NULL);
+		for (i = 0; i < n; i++)
+			ib_rx(dev, pkts[i]);
+		ib_resp_flush_acks(dev);
+		work += n;
+	}
 	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject))) {
 		n = rte_ring_sc_dequeue_burst(dev->inject, (void **)pkts,
 					      IB_RX_BURST, NULL);
@@ -426,7 +434,8 @@ timers_pending(struct ib_engine *e)
 
 		if (sh->tx_n != 0 || !TAILQ_EMPTY(&sh->waiting) ||
 		    (sh->id == 0 && ib_fault_pending(sh->dev)) ||
-		    (sh->handoff != NULL && !rte_ring_empty(sh->handoff)))
+		    (sh->handoff != NULL && !rte_ring_empty(sh->handoff)) ||
+		    (sh->self != NULL && !rte_ring_empty(sh->self)))
 			return 1;
 		TAILQ_FOREACH(qp, &sh->active, next)
 			if (ib_qp_busy(qp))

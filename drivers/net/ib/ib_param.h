@@ -26,6 +26,7 @@
 #define IB_TX_PENDING		512	/* mbufs built but not yet taken by the port */
 #define IB_RX_BURST		32
 #define IB_HANDOFF_RING		4096	/* frames in flight to one shard */
+#define IB_SELF_RING		1024	/* frames to the device's own address */
 #define IB_REQ_BUDGET		32	/* packets one QP may send per engine pass */
 #define IB_MBUF_DATA		(4096 + 256 + RTE_PKTMBUF_HEADROOM)
 /* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */

@@ -438,6 +438,38 @@ link_down(struct ib_dev *dev, struct ib_shard *sh)
 	return 1;
 }
 
+/*
+ * Frames addressed to the device itself (a QP talking to another QP of the
+ * same device by its own GID, as UCX's wire-up does with its own worker)
+ * go back to the shard's receive side, as an HCA loops them back: a port
+ * would put them on the wire, where no one takes them. Those from
+ * tx_clean on are new; the rest of tx_pending closes up behind them.
+ */
+static void
+loop_back(struct ib_dev *dev, struct ib_shard *sh)
+{
+	uint32_t i, kept = sh->tx_clean;
+
+	for (i = sh->tx_clean; i < sh->tx_n; i++) {
+		struct rte_mbuf *m = sh->tx_pending[i];
+		const struct rte_ether_hdr *eth =
+			rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+
+		if (likely(!rte_is_same_ether_addr(&eth->dst_addr,
+						   &dev->mac))) {
+			sh->tx_pending[kept++] = m;
+			continue;
+		}
+		if (rte_ring_sp_enqueue(sh->self, m) == 0) {
+			sh->cnt[IB_CNT_TX_LOOPBACK]++;
+		} else {
+			sh->cnt[IB_CNT_TX_LOOPBACK_DROP]++;
+			rte_pktmbuf_free(m);
+		}
+	}
+	sh->tx_n = kept;
+}
+
 /* The frames this thread's engine queued on @dev, to its queue pair. */
 void
 ib_tx_flush(struct ib_dev *dev)
@@ -466,6 +498,12 @@ ib_tx_flush(struct ib_dev *dev)
 		capture(dev, sh->tx_pending + sh->tx_clean,
 			(uint16_t)(sh->tx_n - sh->tx_clean));
 		rte_spinlock_unlock(&dev->dbg_lock);
+	}
+	/* A net_ring loopback port brings every frame back by itself. */
+	if (!dev->conf.loopback) {
+		loop_back(dev, sh);
+		if (sh->tx_n == 0)
+			return;
 	}
 	sent = rte_eth_tx_burst(dev->port_id, sh->queue, sh->tx_pending,
 				(uint16_t)sh->tx_n);

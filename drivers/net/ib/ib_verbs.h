@@ -519,6 +519,8 @@ struct ib_shard {
 	struct rte_ring *db_ring;	/* QPNs with new work, MP/SC */
 	struct rte_ring *handoff;	/* frames other engines took in for
 					 * its QPs, MP/SC */
+	struct rte_ring *self;		/* frames it sent to the device's own
+					 * address, back to its receive side */
 	struct rte_mempool_cache *mc;	/* its mbufs of dev->pool, for
 					 * threads without an lcore cache */
 	struct ib_wake wake;		/* a frame arrived: wake the engine */
