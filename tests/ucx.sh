@@ -141,7 +141,9 @@ for t in "tag_lat -s 8" "tag_bw -s 65536 -n 300" "tag_sync_lat -s 8" \
 	pair veth "UCP rc_verbs,ud_verbs $t" "$dev UCX_TLS=rc_verbs,ud_verbs" \
 		-n 1000 -t $t
 done
-for t in "tag_lat -s 8" "tag_bw -s 65536 -n 300"; do
+for t in "tag_lat -s 8" "tag_bw -s 65536 -n 300" "tag_sync_lat -s 8" \
+	 "ucp_put_bw -s 65536 -n 300" "ucp_get -s 65536 -n 300" \
+	 "stream_bw -s 65536 -n 300" "ucp_am_lat -s 8"; do
 	# shellcheck disable=SC2086
 	pair veth "UCP ud_verbs $t" "$dev UCX_TLS=ud_verbs" -n 1000 -t $t
 done
