@@ -57,6 +57,7 @@
 #define ENG_SWEEP_QPS	16	/* waiting QPs whose timers a pass looks at */
 #define ENG_RX_BUDGET	(32 * IB_RX_BURST)	/* frames a pass takes in */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
+#define ENG_TX_HOLD_US	3	/* inline: a poll leaves ACKs to a post */
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
 				 * this late, once */
@@ -121,6 +122,17 @@ run_unlock(struct ib_engine *e)
 }
 
 __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
+
+/*
+ * Inline: the CQ whose poll drives this thread's pass (NULL otherwise). A
+ * pass that completes work on it leaves what it queued for transmission
+ * (the ACKs of what it received) to the program's next post, for up to
+ * ENG_TX_HOLD_US: the program answers first (a ping-pong's next SEND), and
+ * one transmit carries both. Polls meanwhile (of this CQ or another) leave
+ * them too; a post, the loop, or the first poll after the hold sends them
+ * (so a stream's ACKs leave at least every ENG_TX_HOLD_US).
+ */
+static __thread struct ib_cq *poll_cq;
 
 static void
 ring_efd(struct ib_engine *e)
@@ -300,6 +312,52 @@ take_handoffs(struct ib_shard *sh)
 	return n;
 }
 
+static void
+reverse(struct rte_mbuf **a, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n / 2; i++) {
+		struct rte_mbuf *t = a[i];
+
+		a[i] = a[n - 1 - i];
+		a[n - 1 - i] = t;
+	}
+}
+
+/* An RC ACK (or NAK) frame as ib_tx queues it (l2_len, l3_len set). */
+static int
+is_ack(const struct rte_mbuf *m)
+{
+	const uint8_t *bth = rte_pktmbuf_mtod_offset(m, const uint8_t *,
+					m->l2_len + m->l3_len + UDP_LEN);
+
+	return bth[0] == IB_RC_ACKNOWLEDGE;
+}
+
+/*
+ * Held frames leave after the ones queued since (the program's answer,
+ * which the peer waits for) when they are all ACKs: ACKs and requests are
+ * independent streams, and an ACK overtaken by a later one of its QP is a
+ * duplicate, which the requester ignores. Anything else keeps its order
+ * (the frames of one message or response must), and so does a queue that
+ * frames a port refused earlier head.
+ */
+static void
+held_last(struct ib_shard *sh)
+{
+	uint32_t h = sh->tx_held, n = sh->tx_n, i;
+
+	if (sh->tx_clean != 0 || h == 0 || h >= n)
+		return;
+	for (i = 0; i < h; i++)
+		if (!is_ack(sh->tx_pending[i]))
+			return;
+	reverse(sh->tx_pending, h);
+	reverse(sh->tx_pending + h, n - h);
+	reverse(sh->tx_pending, n);
+}
+
 /*
  * One pass over the engine's share of a device; returns how much work it
  * did: frames received and queued, doorbells taken. A QP that only waits
@@ -316,6 +374,7 @@ shard_pass(struct ib_shard *sh)
 	int state;
 	unsigned int i, n, work;
 	uint64_t now, t0 = rte_rdtsc(), queued = sh->tx_queued;
+	uint32_t polled = poll_cq != NULL ? poll_cq->q.prod : 0;
 
 	if (sh->id == 0)
 		ib_neigh_timer(dev, t0);
@@ -388,7 +447,21 @@ shard_pass(struct ib_shard *sh)
 	}
 	if (!TAILQ_EMPTY(&sh->waiting))
 		sweep(sh, now);
-	ib_tx_flush(dev);
+	if (poll_cq == NULL || (sh->tx_hold != 0 && now >= sh->tx_hold)) {
+		if (sh->tx_hold != 0)
+			held_last(sh);
+		ib_tx_flush(dev);
+		sh->tx_hold = 0;
+	} else if (sh->tx_hold == 0) {
+		if (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
+		    polled && sh->tx_n != 0) {
+			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
+					    ENG_TX_HOLD_US;
+			sh->tx_held = sh->tx_n;
+		} else {
+			ib_tx_flush(dev);
+		}
+	}
 	if (sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += rte_rdtsc() - now;
 	return work + (unsigned int)(sh->tx_queued - queued) +
@@ -1077,14 +1150,18 @@ ib_engine_progress_cq(struct ib_cq *cq)
 	uint32_t feeds = cq->feeds, k;
 	int work = 0;
 
-	if (feeds == 0 || eng.n == 1)
-		return ib_engine_progress();
-	while (feeds != 0) {
-		k = (uint32_t)__builtin_ctz(feeds);
-		feeds &= feeds - 1;
-		if (k < eng.n)
-			work += drive(&engines[k]);
+	poll_cq = cq;
+	if (feeds == 0 || eng.n == 1) {
+		work = ib_engine_progress();
+	} else {
+		while (feeds != 0) {
+			k = (uint32_t)__builtin_ctz(feeds);
+			feeds &= feeds - 1;
+			if (k < eng.n)
+				work += drive(&engines[k]);
+		}
 	}
+	poll_cq = NULL;
 	return work;
 }
 

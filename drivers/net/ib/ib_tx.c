@@ -500,7 +500,7 @@ ib_tx_flush(struct ib_dev *dev)
 		rte_spinlock_unlock(&dev->dbg_lock);
 	}
 	/* A net_ring loopback port brings every frame back by itself. */
-	if (!dev->conf.loopback) {
+	if (!dev->conf.loopback && sh->self != NULL) {
 		loop_back(dev, sh);
 		if (sh->tx_n == 0)
 			return;

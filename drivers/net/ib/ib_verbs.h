@@ -531,6 +531,9 @@ struct ib_shard {
 	uint32_t tx_n;
 	uint32_t tx_clean;		/* tx_pending frames already faulted */
 	uint64_t tx_queued;		/* frames ever queued: the engine's work */
+	uint64_t tx_hold;		/* inline: polls leave tx_pending to the
+					 * program's next post until this TSC */
+	uint32_t tx_held;		/* ... its first tx_held frames */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
