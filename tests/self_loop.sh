@@ -23,12 +23,7 @@ src=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tmp=$(mktemp -d /tmp/dpib-self.XXXXXX)
 na=dpib-self-a
 nb=dpib-self-b
-cleanup() {
-	ip netns del "$na" 2>/dev/null
-	ip netns del "$nb" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+remove_at_exit "$na" "$nb" "$tmp"
 veth_pair "$na" self-a "$nb" self-b 9000 noipv6 || exit 1
 printf '[device dpib0]\nport = net_af_packet0,iface=self-a\nip = 192.0.2.11\nmtu = 9000\n' \
 	>"$tmp/self.conf"

@@ -20,6 +20,13 @@ perftest_ok() {
 	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
 }
 
+# remove_at_exit NS_A NS_B DIR: the two namespaces and the scratch
+# directory go when the script exits, however it exits.
+remove_at_exit() {
+	# shellcheck disable=SC2064
+	trap "ip netns del '$1' 2>/dev/null; ip netns del '$2' 2>/dev/null; rm -rf '$3'" EXIT
+}
+
 # veth_pair NS_A IF_A NS_B IF_B MTU [noipv6]: two namespaces joined by a
 # veth pair, 192.0.2.1/24 on A's end and .2 on B's (the programs' TCP
 # exchange; the RoCE devices take other addresses on the same link),

@@ -26,12 +26,7 @@ command -v ucx_perftest >/dev/null ||
 tmp=$(mktemp -d)
 na=dpib-ucx-a
 nb=dpib-ucx-b
-cleanup() {
-	ip netns del "$na" 2>/dev/null
-	ip netns del "$nb" 2>/dev/null
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
+remove_at_exit "$na" "$nb" "$tmp"
 fails=0
 passes=0
 ok() { echo "ok - $*"; passes=$((passes + 1)); }

@@ -359,6 +359,23 @@ held_last(struct ib_shard *sh)
 }
 
 /*
+ * A burst of frames that did not come from the port: those the device sent
+ * to itself (the shard's loopback ring) or that a test injected.
+ */
+static unsigned int
+rx_ring(struct ib_dev *dev, struct rte_ring *r)
+{
+	struct rte_mbuf *pkts[IB_RX_BURST];
+	unsigned int i, n;
+
+	n = rte_ring_sc_dequeue_burst(r, (void **)pkts, IB_RX_BURST, NULL);
+	for (i = 0; i < n; i++)
+		ib_rx(dev, pkts[i]);
+	ib_resp_flush_acks(dev);
+	return n;
+}
+
+/*
  * One pass over the engine's share of a device; returns how much work it
  * did: frames received and queued, doorbells taken. A QP that only waits
  * (for an ACK, a timer, a port that takes nothing) is not work: the loop
@@ -391,22 +408,10 @@ shard_pass(struct ib_shard *sh)
 		work += n;
 	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);
 	work += take_handoffs(sh);
-	if (unlikely(!rte_ring_empty(sh->self))) {
-		n = rte_ring_sc_dequeue_burst(sh->self, (void **)pkts,
-					      IB_RX_BURST, NULL);
-		for (i = 0; i < n; i++)
-			ib_rx(dev, pkts[i]);
-		ib_resp_flush_acks(dev);
-		work += n;
-	}
-	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject))) {
-		n = rte_ring_sc_dequeue_burst(dev->inject, (void **)pkts,
-					      IB_RX_BURST, NULL);
-		for (i = 0; i < n; i++)
-			ib_rx(dev, pkts[i]);
-		ib_resp_flush_acks(dev);
-		work += n;
-	}
+	if (unlikely(!rte_ring_empty(sh->self)))
+		work += rx_ring(dev, sh->self);
+	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject)))
+		work += rx_ring(dev, dev->inject);
 
 	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
 	for (i = 0; i < n; i++) {
