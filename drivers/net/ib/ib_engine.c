@@ -335,6 +335,20 @@ is_ack(const struct rte_mbuf *m)
 	return bth[0] == IB_RC_ACKNOWLEDGE;
 }
 
+/* Everything queued is ACKs (and nothing a port refused before). */
+static int
+all_acks(const struct ib_shard *sh)
+{
+	uint32_t i;
+
+	if (sh->tx_clean != 0)
+		return 0;
+	for (i = 0; i < sh->tx_n; i++)
+		if (!is_ack(sh->tx_pending[i]))
+			return 0;
+	return 1;
+}
+
 /*
  * Held frames leave after the ones queued since (the program's answer,
  * which the peer waits for) when they are all ACKs: ACKs and requests are
@@ -458,8 +472,9 @@ shard_pass(struct ib_shard *sh)
 		ib_tx_flush(dev);
 		sh->tx_hold = 0;
 	} else if (sh->tx_hold == 0) {
-		if (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
-		    polled && sh->tx_n != 0) {
+		if (sh->tx_n != 0 &&
+		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
+		     polled || all_acks(sh))) {
 			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
 					    ENG_TX_HOLD_US;
 			sh->tx_held = sh->tx_n;
