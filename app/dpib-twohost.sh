@@ -116,7 +116,7 @@ for link in af memif; do
 			"$(ratio "$v" "$raw_pps")"
 	done
 	for p in ib_send_lat ib_write_lat ib_read_lat; do
-		v=$(med $link 6 $p -d dpib0 -x 0 -s 8 -n 5000)
+		v=$(med $link 5 $p -d dpib0 -x 0 -s 8 -n 5000)
 		printf '%-8s %-34s %12s %12s %8s\n' $name \
 			"$p -s 8 typical (us)" "$v" "$raw_lat" \
 			"$(ratio "$v" "$raw_lat")"
