@@ -57,7 +57,8 @@
 #define ENG_SWEEP_QPS	16	/* waiting QPs whose timers a pass looks at */
 #define ENG_RX_BUDGET	(32 * IB_RX_BURST)	/* frames a pass takes in */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
-#define ENG_TX_HOLD_US	3	/* inline: a poll leaves ACKs to a post */
+#define ENG_TX_HOLD_US	3	/* inline: a poll leaves ACKs to a post
+				 * this long at most (tx_settle) */
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
 				 * this late, once */
@@ -123,15 +124,7 @@ run_unlock(struct ib_engine *e)
 
 __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
 
-/*
- * Inline: the CQ whose poll drives this thread's pass (NULL otherwise). A
- * pass that completes work on it leaves what it queued for transmission
- * (the ACKs of what it received) to the program's next post, for up to
- * ENG_TX_HOLD_US: the program answers first (a ping-pong's next SEND), and
- * one transmit carries both. Polls meanwhile (of this CQ or another) leave
- * them too; a post, the loop, or the first poll after the hold sends them
- * (so a stream's ACKs leave at least every ENG_TX_HOLD_US).
- */
+/* Inline: the CQ whose poll drives this thread's pass (NULL otherwise). */
 static __thread struct ib_cq *poll_cq;
 
 static void
@@ -373,6 +366,39 @@ held_last(struct ib_shard *sh)
 }
 
 /*
+ * The end of a pass: hand what it queued to the port, or hold it. In
+ * inline mode a poll's pass that completed work on the polled CQ, or that
+ * queued nothing but ACKs (a WRITE's: its target sees no completion),
+ * leaves its frames to the program's next post for up to ENG_TX_HOLD_US,
+ * and pure ACKs then leave behind the post's frames: the peer, still
+ * polling for its own completion, takes the answer (a ping-pong's reply,
+ * a latency test's WRITE) in that same call, and does not need its engine
+ * loop to take over. Polls meanwhile leave them too; a post, the loop or
+ * the first poll after the hold sends them, so a stream's ACKs leave at
+ * least every ENG_TX_HOLD_US.
+ */
+static void
+tx_settle(struct ib_shard *sh, uint64_t now, uint32_t polled)
+{
+	if (poll_cq == NULL || (sh->tx_hold != 0 && now >= sh->tx_hold)) {
+		if (sh->tx_hold != 0)
+			held_last(sh);
+		ib_tx_flush(sh->dev);
+		sh->tx_hold = 0;
+	} else if (sh->tx_hold == 0) {
+		if (sh->tx_n != 0 &&
+		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
+		     polled || all_acks(sh))) {
+			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
+					    ENG_TX_HOLD_US;
+			sh->tx_held = sh->tx_n;
+		} else {
+			ib_tx_flush(sh->dev);
+		}
+	}
+}
+
+/*
  * A burst of frames that did not come from the port: those the device sent
  * to itself (the shard's loopback ring) or that a test injected.
  */
@@ -466,22 +492,7 @@ shard_pass(struct ib_shard *sh)
 	}
 	if (!TAILQ_EMPTY(&sh->waiting))
 		sweep(sh, now);
-	if (poll_cq == NULL || (sh->tx_hold != 0 && now >= sh->tx_hold)) {
-		if (sh->tx_hold != 0)
-			held_last(sh);
-		ib_tx_flush(dev);
-		sh->tx_hold = 0;
-	} else if (sh->tx_hold == 0) {
-		if (sh->tx_n != 0 &&
-		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
-		     polled || all_acks(sh))) {
-			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
-					    ENG_TX_HOLD_US;
-			sh->tx_held = sh->tx_n;
-		} else {
-			ib_tx_flush(dev);
-		}
-	}
+	tx_settle(sh, now, polled);
 	if (sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += rte_rdtsc() - now;
 	return work + (unsigned int)(sh->tx_queued - queued) +
