@@ -551,6 +551,22 @@ err:
 	return ret;
 }
 
+/*
+ * A ring of frames, and the frames still in it (a frame may point into an
+ * MR it holds a reference on).
+ */
+static void
+ring_free_frames(struct rte_ring *r)
+{
+	struct rte_mbuf *m;
+
+	if (r == NULL)
+		return;
+	while (rte_ring_dequeue(r, (void **)&m) == 0)
+		rte_pktmbuf_free(m);
+	rte_ring_free(r);
+}
+
 void
 ib_dev_destroy(struct ib_dev *dev)
 {
@@ -565,21 +581,14 @@ ib_dev_destroy(struct ib_dev *dev)
 	for (i = 0; i < IB_MAX_ENGINES; i++) {
 		ib_wake_close(&dev->sh[i]);
 		rte_ring_free(dev->sh[i].db_ring);
-		rte_ring_free(dev->sh[i].handoff);
-		if (dev->sh[i].self != NULL) {
-			struct rte_mbuf *m;
-
-			while (rte_ring_dequeue(dev->sh[i].self,
-						(void **)&m) == 0)
-				rte_pktmbuf_free(m);
-			rte_ring_free(dev->sh[i].self);
-		}
+		ring_free_frames(dev->sh[i].handoff);
+		ring_free_frames(dev->sh[i].self);
 		if (dev->sh[i].mc != NULL) {
 			rte_mempool_cache_flush(dev->sh[i].mc, dev->pool);
 			rte_mempool_cache_free(dev->sh[i].mc);
 		}
 	}
-	rte_ring_free(dev->inject);
+	ring_free_frames(dev->inject);
 	rte_free(dev->qp_tbl);
 	rte_free(dev->mr_tbl);
 	rte_free(dev->mr_gen);

@@ -328,15 +328,15 @@ is_ack(const struct rte_mbuf *m)
 	return bth[0] == IB_RC_ACKNOWLEDGE;
 }
 
-/* Everything queued is ACKs (and nothing a port refused before). */
+/* The first @n frames queued are ACKs, and none a port refused before. */
 static int
-all_acks(const struct ib_shard *sh)
+acks_first(const struct ib_shard *sh, uint32_t n)
 {
 	uint32_t i;
 
 	if (sh->tx_clean != 0)
 		return 0;
-	for (i = 0; i < sh->tx_n; i++)
+	for (i = 0; i < n; i++)
 		if (!is_ack(sh->tx_pending[i]))
 			return 0;
 	return 1;
@@ -353,13 +353,10 @@ all_acks(const struct ib_shard *sh)
 static void
 held_last(struct ib_shard *sh)
 {
-	uint32_t h = sh->tx_held, n = sh->tx_n, i;
+	uint32_t h = sh->tx_held, n = sh->tx_n;
 
-	if (sh->tx_clean != 0 || h == 0 || h >= n)
+	if (h == 0 || h >= n || !acks_first(sh, h))
 		return;
-	for (i = 0; i < h; i++)
-		if (!is_ack(sh->tx_pending[i]))
-			return;
 	reverse(sh->tx_pending, h);
 	reverse(sh->tx_pending + h, n - h);
 	reverse(sh->tx_pending, n);
@@ -388,7 +385,7 @@ tx_settle(struct ib_shard *sh, uint64_t now, uint32_t polled)
 	} else if (sh->tx_hold == 0) {
 		if (sh->tx_n != 0 &&
 		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
-		     polled || all_acks(sh))) {
+		     polled || acks_first(sh, sh->tx_n))) {
 			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
 					    ENG_TX_HOLD_US;
 			sh->tx_held = sh->tx_n;
