@@ -28,8 +28,6 @@ veth_pair "$na" self-a "$nb" self-b 9000 noipv6 || exit 1
 printf '[device dpib0]\nport = net_af_packet0,iface=self-a\nip = 192.0.2.11\nmtu = 9000\n' \
 	>"$tmp/self.conf"
 
-counter() { awk -v n="$1" '$2 == n { v = $3 } END { print v + 0 }' "$2"; }
-
 for t in rc mw verbs_ex compat timestamps rc:2; do
 	engines=${t#*:}
 	[ "$engines" = "$t" ] && engines=1
@@ -43,8 +41,8 @@ for t in rc mw verbs_ex compat timestamps rc:2; do
 			DPIB_EXIT_COUNTERS="$tmp/counters" \
 			timeout 120 "$build/tests/test_$t" >"$tmp/log" 2>&1
 		rc=$?
-		lo=$(counter tx_loopback_packets "$tmp/counters")
-		wire=$(counter tx_packets "$tmp/counters")
+		lo=$(exit_counter tx_loopback_packets "$tmp/counters")
+		wire=$(exit_counter tx_packets "$tmp/counters")
 		if [ "$rc" = 0 ] && [ "$lo" -ge 50 ] && [ "$wire" -le 4 ]; then
 			ok "test_$t ($mode, $engines engine(s)): $(tail -1 "$tmp/log"), $lo frames looped back, $wire on the port"
 		else

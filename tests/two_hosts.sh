@@ -20,6 +20,13 @@ perftest_ok() {
 	echo "$row" | grep -Eq '^ ?[0-9]+ [0-9]+ [0-9.]+' && echo "$row"
 }
 
+# exit_counter NAME FILE: counter NAME of a DPIB_EXIT_COUNTERS file (the
+# last device's that has it), 0 when the file or the counter is missing.
+exit_counter() {
+	awk -v n="$1" '$2 == n { v = $3 } END { print v + 0 }' "$2" 2>/dev/null ||
+		echo 0
+}
+
 # remove_at_exit NS_A NS_B DIR: the two namespaces and the scratch
 # directory go when the script exits, however it exits.
 remove_at_exit() {

@@ -101,9 +101,9 @@ pair() {
 		>"$tmp/c.log" 2>&1
 	rc=$?
 	wait "$pid"
-	pkts=$(awk '$2 == "tx_packets" { print $3 }' "$tmp/counters" 2>/dev/null)
+	pkts=$(exit_counter tx_packets "$tmp/counters")
 	if [ "$rc" = 0 ] && grep -q "^Final:" "$tmp/c.log" &&
-	   [ "${pkts:-0}" -ge 100 ]; then
+	   [ "$pkts" -ge 100 ]; then
 		ok "$kind $name: $(grep '^Final:' "$tmp/c.log" | tr -s ' ' |
 			cut -d' ' -f2-6) (dpib tx_packets $pkts)"
 	else
@@ -163,8 +163,8 @@ for t in "-x rc_verbs -t am_lat -s 16" "-x ud_verbs -t am_lat -s 16" \
 		timeout 60 "$run" -c "$top/config/af_packet-a.conf" \
 		ucx_perftest -d dpib0:1 -n 1000 $t -l >"$tmp/c.log" 2>&1
 	rc=$?
-	lo=$(awk '$2 == "tx_loopback_packets" { print $3 }' "$tmp/counters" 2>/dev/null)
-	if [ "$rc" = 0 ] && grep -q "^Final:" "$tmp/c.log" && [ "${lo:-0}" -ge 100 ]; then
+	lo=$(exit_counter tx_loopback_packets "$tmp/counters")
+	if [ "$rc" = 0 ] && grep -q "^Final:" "$tmp/c.log" && [ "$lo" -ge 100 ]; then
 		ok "loopback (-l) $t: $(grep '^Final:' "$tmp/c.log" | tr -s ' ' |
 			cut -d' ' -f2-6) (dpib tx_loopback_packets $lo)"
 	else
