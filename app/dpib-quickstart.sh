@@ -23,6 +23,7 @@ packages=(
 	tshark python3-scapy
 	qemu-system-x86 debootstrap e2fsprogs
 	ucx-utils openmpi-bin libopenmpi-dev
+	librdmacm-dev rdmacm-utils
 )
 
 as_root() {

@@ -366,6 +366,19 @@ dpib_mr_dma(struct ibv_mr *mr)
 }
 
 int
+dpib_neigh_resolve(struct ibv_context *ctx, const union ibv_gid *gid,
+		   uint8_t mac[6])
+{
+	int err = hca_neigh_query(ctx_hw(ctx), gid, mac);
+
+	if (err) {
+		errno = err;
+		return -1;
+	}
+	return 0;
+}
+
+int
 dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len)
 {
 	int ret = ib_inject(ctx_hw(ctx), frame, len);

@@ -115,6 +115,33 @@ int dpib_free_buf(void *buf);
  */
 int dpib_inject(struct ibv_context *ctx, const void *frame, uint32_t len);
 
+/**
+ * QP 1 of the device, the General Services Interface, for a connection
+ * manager (dpib's librdmacm): a UD QP whose number is 1 and whose Q_Key is
+ * the GSI's, 0x80010000, whatever ibv_modify_qp() is given. It receives
+ * the CM MADs arriving at the port (whole 256-byte MADs of the CM class;
+ * others are counted and dropped) and sends with source QP 1. Moved to
+ * RTS and used like any UD QP. @p init->qp_type must be IBV_QPT_UD.
+ *
+ * @return the QP, or NULL with errno set: EBUSY when the device's QP 1
+ * exists already (one CM per device and process), EINVAL.
+ */
+struct ibv_qp *dpib_create_gsi_qp(struct ibv_pd *pd,
+				  struct ibv_qp_init_attr *init);
+
+/**
+ * The Ethernet address of the host at @p gid (IPv4-mapped or IPv6) as the
+ * device's ARP / Neighbor Discovery knows it, for address resolution
+ * (rdma_resolve_addr). The device's own address resolves at once.
+ *
+ * @return 0 with @p mac filled; otherwise -1 with errno EAGAIN (the
+ * device is asking now; ask again later), EHOSTUNREACH (the host did not
+ * answer its requests) or EINVAL (no unicast address of the device's
+ * families).
+ */
+int dpib_neigh_resolve(struct ibv_context *ctx, const union ibv_gid *gid,
+		       uint8_t mac[6]);
+
 #ifdef __cplusplus
 }
 #endif

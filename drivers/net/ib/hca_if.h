@@ -42,6 +42,12 @@ int hca_resize_cq(struct ibv_cq *cq, int cqe);
 struct ibv_qp *hca_create_qp(struct ib_dev *dev, struct ibv_pd *pd,
 			     struct ibv_qp_init_attr *init,
 			     struct ib_evq *async);
+/* QP 1 of the device: a UD QP with the GSI Q_Key taking CM MADs (EBUSY
+ * when it exists already).
+ */
+struct ibv_qp *hca_create_gsi_qp(struct ib_dev *dev, struct ibv_pd *pd,
+				 struct ibv_qp_init_attr *init,
+				 struct ib_evq *async);
 int hca_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
 int hca_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 		 struct ibv_qp_init_attr *init);
@@ -86,6 +92,12 @@ uint32_t hca_cc_line_mbps(const struct ib_dev *dev);
 int hca_counters(struct ib_dev *dev, const char *const **names,
 		 uint64_t *values, int n);
 int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
+/* The MAC of the host at @gid as this device's ARP/ND knows it: 0, or
+ * EAGAIN while being resolved (asked for here), EHOSTUNREACH when it did
+ * not answer, EINVAL for an address ARP/ND cannot resolve.
+ */
+int hca_neigh_query(struct ib_dev *dev, const union ibv_gid *gid,
+		    uint8_t mac[6]);
 struct hca_engine_stats {
 	uint32_t qps, queue;
 	uint64_t rx_packets, tx_packets, rx_handed, cycles;

@@ -15,6 +15,7 @@
 	X(TX_DROP_FULL,		"tx_drop_queue_full") \
 	X(TX_DROP_LINK_DOWN,	"tx_drop_link_down") \
 	X(TX_WAIT_NEIGH,	"tx_wait_neighbour") \
+	X(TX_DROP_UNREACHABLE,	"tx_drop_ud_unreachable") \
 	X(TX_ZERO_COPY,		"tx_zero_copy_packets") \
 	X(TX_LOOPBACK,		"tx_loopback_packets") \
 	X(TX_LOOPBACK_DROP,	"tx_drop_loopback_full") \
@@ -36,6 +37,8 @@
 	X(RX_BAD_PATH,		"rx_drop_path_mismatch") \
 	X(RX_BAD_QKEY,		"rx_drop_bad_qkey") \
 	X(RX_NO_RWQE,		"rx_drop_ud_no_receive_wqe") \
+	X(RX_BAD_MAD,		"rx_drop_gsi_bad_mad") \
+	X(RX_MAD_CLASS,		"rx_drop_gsi_unknown_class") \
 	X(RX_MCAST_NO_GROUP,	"rx_drop_multicast_no_group") \
 	X(RX_HANDOFF,		"rx_handed_to_engine") \
 	X(RX_HANDOFF_DROP,	"rx_drop_handoff_full") \

@@ -172,7 +172,8 @@ int ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr,
 int ib_qp_mask_ok(enum ibv_qp_type type, enum ibv_qp_state cur,
 		  enum ibv_qp_state next, int mask);
 int ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
-		 struct ibv_qp_init_attr *init, struct ib_qp **out);
+		 struct ibv_qp_init_attr *init, uint32_t qpn,
+		 struct ib_qp **out);
 int ib_qp_modify(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask);
 int ib_qp_query(struct ib_qp *qp, struct ibv_qp_attr *attr, int mask,
 		struct ibv_qp_init_attr *init);

@@ -836,3 +836,42 @@ ib_neigh_fini(struct ib_dev *dev)
 	rte_free(dev->neigh);
 	dev->neigh = NULL;
 }
+
+struct neigh_query {
+	struct ib_dev *dev;
+	const union ibv_gid *gid;
+	struct rte_ether_addr mac;
+	int ret;
+};
+
+static void
+neigh_query_on_engine(void *arg)
+{
+	struct neigh_query *q = arg;
+	static const uint8_t v4mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+	uint32_t ip;
+
+	if (memcmp(q->gid->raw, v4mapped, sizeof(v4mapped)) == 0) {
+		memcpy(&ip, &q->gid->raw[12], 4);
+		q->ret = ib_neigh_lookup(q->dev, ip, &q->mac);
+	} else {
+		q->ret = ib_neigh_lookup6(q->dev, q->gid->raw, &q->mac);
+	}
+}
+
+/*
+ * For the connection manager's address resolution (an application
+ * thread): the lookup, and the request it may send, run as on the engine
+ * that owns the neighbour timer.
+ */
+int
+hca_neigh_query(struct ib_dev *dev, const union ibv_gid *gid, uint8_t mac[6])
+{
+	struct neigh_query q = { .dev = dev, .gid = gid };
+
+	ib_engine_exec(dev, neigh_query_on_engine, &q);
+	if (q.ret == 0)
+		memcpy(mac, q.mac.addr_bytes, 6);
+	return -q.ret;
+}

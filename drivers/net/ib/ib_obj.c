@@ -183,9 +183,9 @@ hca_resize_cq(struct ibv_cq *cq, int cqe)
 	return ib_cq_resize(to_cq(cq), cqe);
 }
 
-struct ibv_qp *
-hca_create_qp(struct ib_dev *dev, struct ibv_pd *pd,
-	      struct ibv_qp_init_attr *init, struct ib_evq *async)
+static struct ibv_qp *
+create_qp(struct ib_dev *dev, struct ibv_pd *pd, struct ibv_qp_init_attr *init,
+	  struct ib_evq *async, uint32_t qpn)
 {
 	struct ib_qp *qp;
 	int err;
@@ -196,7 +196,7 @@ hca_create_qp(struct ib_dev *dev, struct ibv_pd *pd,
 		errno = EINVAL;
 		return NULL;
 	}
-	err = ib_qp_create(dev, pd, init, &qp);
+	err = ib_qp_create(dev, pd, init, qpn, &qp);
 	if (err) {
 		errno = err;
 		return NULL;
@@ -218,6 +218,20 @@ hca_create_qp(struct ib_dev *dev, struct ibv_pd *pd,
 	ref_get(&to_cq(init->send_cq)->refcnt);
 	ref_get(&to_cq(init->recv_cq)->refcnt);
 	return &qp->ibv;
+}
+
+struct ibv_qp *
+hca_create_qp(struct ib_dev *dev, struct ibv_pd *pd,
+	      struct ibv_qp_init_attr *init, struct ib_evq *async)
+{
+	return create_qp(dev, pd, init, async, 0);
+}
+
+struct ibv_qp *
+hca_create_gsi_qp(struct ib_dev *dev, struct ibv_pd *pd,
+		  struct ibv_qp_init_attr *init, struct ib_evq *async)
+{
+	return create_qp(dev, pd, init, async, IB_QPN_GSI);
 }
 
 int

@@ -19,6 +19,10 @@
 #define IB_MAX_MSG_SZ		(1u << 31)
 #define IB_MAX_PD		65536
 #define IB_QPN_BASE		0x11	/* 0 and 1 are the special QPs */
+#define IB_QPN_GSI		1	/* QP 1, the General Services Interface */
+#define IB_GSI_QKEY		0x80010000u	/* IBA 13.5.1: QP 1's Q_Key */
+#define IB_MAD_LEN		256	/* a MAD on RoCE: no larger ones */
+#define IB_MAD_CLASS_CM		0x07	/* the one class QP 1 takes */
 
 #define IB_TX_BURST		32
 /* Zero copy by default from this payload size per packet (bytes). */

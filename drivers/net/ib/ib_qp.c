@@ -183,15 +183,22 @@ mtu_bytes(enum ibv_mtu mtu)
 	return 128u << mtu;
 }
 
+/*
+ * A QP with the next free number, or with number @qpn when it is not 0:
+ * only QP 1 (the GSI, a UD QP with its well-known Q_Key; EBUSY when it
+ * exists) is made that way.
+ */
 int
 ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
-	     struct ibv_qp_init_attr *init, struct ib_qp **out)
+	     struct ibv_qp_init_attr *init, uint32_t qpn, struct ib_qp **out)
 {
 	struct ibv_qp_cap *cap = &init->cap;
-	uint32_t sstride, rstride, qpn, i;
+	uint32_t sstride, rstride, i;
 	struct ib_qp *qp;
 	int err;
 
+	if (qpn != 0 && (qpn != IB_QPN_GSI || init->qp_type != IBV_QPT_UD))
+		return EINVAL;
 	if (qpt_index(init->qp_type) < 0)
 		return EOPNOTSUPP;	/* XRC, raw packet, driver QPs */
 	if (init->send_cq == NULL || init->recv_cq == NULL)
@@ -250,16 +257,26 @@ ib_qp_create(struct ib_dev *dev, struct ibv_pd *pd,
 		goto free_swqe;
 	err = ENOMEM;
 	rte_spinlock_lock(&dev->ctl_lock);
-	for (i = 0, qpn = 0; i < IB_MAX_QP - IB_QPN_BASE; i++) {
-		qpn = IB_QPN_BASE + (dev->next_qpn + i) % (IB_MAX_QP - IB_QPN_BASE);
-		if (dev->qp_tbl[qpn] == NULL)
-			break;
+	if (qpn == IB_QPN_GSI) {
+		if (dev->qp_tbl[qpn] != NULL) {
+			rte_spinlock_unlock(&dev->ctl_lock);
+			err = EBUSY;
+			goto free_swqe;
+		}
+		qp->attr.qkey = IB_GSI_QKEY;
+	} else {
+		for (i = 0; i < IB_MAX_QP - IB_QPN_BASE; i++) {
+			qpn = IB_QPN_BASE +
+			      (dev->next_qpn + i) % (IB_MAX_QP - IB_QPN_BASE);
+			if (dev->qp_tbl[qpn] == NULL)
+				break;
+		}
+		if (i == IB_MAX_QP - IB_QPN_BASE) {
+			rte_spinlock_unlock(&dev->ctl_lock);
+			goto free_swqe;
+		}
+		dev->next_qpn = qpn - IB_QPN_BASE + 1;
 	}
-	if (i == IB_MAX_QP - IB_QPN_BASE) {
-		rte_spinlock_unlock(&dev->ctl_lock);
-		goto free_swqe;
-	}
-	dev->next_qpn = qpn - IB_QPN_BASE + 1;
 	qp->ibv.qp_num = qpn;
 	qp->udp_sport = ib_udp_sport(qpn);
 	ib_engine_place(qp);
@@ -412,7 +429,8 @@ qp_modify_apply(void *arg)
 		qp->attr.pkey_index = a->pkey_index;
 	if (mask & IBV_QP_PORT)
 		qp->attr.port_num = a->port_num;
-	if (mask & IBV_QP_QKEY)
+	/* QP 1 keeps the GSI Q_Key whatever it is given (IBA 13.5.1). */
+	if ((mask & IBV_QP_QKEY) && qp->ibv.qp_num != IB_QPN_GSI)
 		qp->attr.qkey = a->qkey;
 	if (mask & IBV_QP_AV) {
 		qp->attr.ah_attr = a->ah_attr;

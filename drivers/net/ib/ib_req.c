@@ -141,9 +141,21 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	struct ib_deth *deth;
 	uint8_t *bth, *pay;
 	struct rte_mbuf *m;
+	int ret;
 
 	if (w->length > qp->path.mtu)
 		return -EMSGSIZE;
+	/* A host ARP/ND gave up on: the datagram is lost as on any
+	 * unreliable link and the WQE completes, rather than holding every
+	 * later one behind it (the CM's retries on QP 1, UD traffic to other
+	 * hosts). While it is being resolved the WQE waits.
+	 */
+	ret = ib_hdr_resolve(qp->dev, sq_wqe_av(qp, w));
+	if (ret == -EHOSTUNREACH || ret == -EINVAL) {
+		ib_count(qp->dev, IB_CNT_TX_DROP_UNREACHABLE);
+		qp->req.psn = (qp->req.psn + 1) & IB_PSN_MASK;
+		return 1;
+	}
 	m = ib_pkt_alloc_av(qp, sq_wqe_av(qp, w), op, w->length, &bth, &pay);
 	if (m == NULL)
 		return -ENOBUFS;

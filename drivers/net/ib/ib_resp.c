@@ -549,6 +549,27 @@ ib_resp_take_rwqe(struct ib_qp *qp)
 }
 
 /*
+ * QP 1 takes whole MADs (IBA 13.4.2: base version 1, 256 bytes on RoCE)
+ * of the classes it has an agent for - the CM's alone, run by dpib's
+ * librdmacm over this QP. Anything else is counted and dropped here, as
+ * a MAD layer with no agent for it would (13.5.3.2 leaves the answer to
+ * unsupported classes optional; rxe and mlx5 stay silent too).
+ */
+static int
+gsi_mad_ok(struct ib_dev *dev, const struct ib_pkt *p)
+{
+	if (p->paylen < IB_MAD_LEN || p->payload[0] != 1) {
+		ib_count(dev, IB_CNT_RX_BAD_MAD);
+		return 0;
+	}
+	if (p->payload[1] != IB_MAD_CLASS_CM) {
+		ib_count(dev, IB_CNT_RX_MAD_CLASS);
+		return 0;
+	}
+	return 1;
+}
+
+/*
  * UD receive (IBA 9.8.5, verbs): Q_Key check, then the first 40 bytes of
  * the buffer take the GRH - over IPv6 the IPv6 header, over IPv4 the IPv4
  * header placed in its last 20 bytes (RoCEv2 A17.4.5.2) - and the payload
@@ -573,6 +594,8 @@ resp_ud(struct ib_qp *qp, struct ib_pkt *p)
 		ib_count(qp->dev, IB_CNT_RX_BAD_QKEY);	/* C10-15: silently */
 		return;
 	}
+	if (qp->ibv.qp_num == IB_QPN_GSI && !gsi_mad_ok(qp->dev, p))
+		return;
 	if (ib_resp_take_rwqe(qp) != 0) {
 		ib_count(qp->dev, IB_CNT_RX_NO_RWQE);	/* UD: dropped */
 		return;
