@@ -12,20 +12,28 @@
  *    validation dropped completes nothing; a delivered frame completes WRs
  *    of the QP it reached only, and only as its opcode allows (receives by
  *    a SEND's end or an immediate, sends by responses, UD only with the
- *    QP's Q_Key); a RECV's byte_len fits the buffer posted;
+ *    QP's Q_Key); a RECV's byte_len fits the buffer posted, and on UD is
+ *    the 40-byte GRH plus the payload;
+ *  - QP 1 (the GSI) completes a receive only for a whole CM MAD: a UD SEND
+ *    with the GSI Q_Key 0x80010000 (though the harness gives it another)
+ *    and a payload of 256 bytes or more starting 01 07 (base version 1,
+ *    class CM); anything else reaching it completes nothing and bumps the
+ *    counter that says why, and a CM MAD with a receive posted completes
+ *    exactly one;
  *  - in Error every WR still posted flushes; a QP no frame reached keeps
  *    its state; no mbuf is lost.
  *
  * The device runs in inline engine mode without the engine loop (fuzz_rx.sh
  * sets takeover_us = never), so dpib_inject() processes a frame on this
  * thread and every input is deterministic. Each input starts from
- * the same world: QPs of every type in states that take packets, their
- * receives posted, one RC requester with sends outstanding toward a peer
- * that does not exist (so forged ACKs, NAKs and READ/atomic responses reach
- * its completer). After the input every QP a frame reached is moved to
- * Error, flushed and brought back Reset -> Init -> RTR -> RTS with its WRs
- * posted again. The harness reads driver state (ib_hca.h) for two things
- * only: the PSN a target expects, to steer frames, and the mbuf count.
+ * the same world: QPs of every type in states that take packets (QP 1, the
+ * GSI, among them), their receives posted, one RC requester with sends
+ * outstanding toward a peer that does not exist (so forged ACKs, NAKs and
+ * READ/atomic responses reach its completer). After the input every QP a
+ * frame reached is moved to Error, flushed and brought back Reset -> Init
+ * -> RTR -> RTS with its WRs posted again. The harness reads driver state
+ * (ib_hca.h) for two things only: the PSN a target expects, to steer
+ * frames, and the mbuf count.
  *
  * Input: a sequence of records, each [mode][len hi][len lo][len bytes];
  * the last record takes what is left when len runs past the end.
@@ -37,13 +45,17 @@
  *                  3 as 2, and the BTH PSN's low byte is a signed delta to
  *                    the PSN the target expects next (responder ePSN, or
  *                    the completer's next response PSN for response opcodes)
- *   mode bits 2-4  target: index into qps[] (7 = QPN 0xffffff, multicast)
+ *   mode bits 2-4  target: index into qps[]; 7 is QP 1, the GSI, or with
+ *                  bit 5 QPN 0xffffff (multicast): the GSI joins no group
+ *                  and QPN 0xffffff to a unicast address is but an unknown
+ *                  QPN, still there through mode 1
  *   mode bit 5     destination is the multicast group the UD QP joined
  *                  (IPv4), or a multicast address (IPv6)
  *   mode bit 6     IPv6 (2001:db8::1, the device's ip6) instead of IPv4
  *   mode bit 7     no frame: recycle the target QP now (Error, flush,
- *                  Reset, up again, WRs posted again), so that one input
- *                  can hold a QP's whole life (the bytes are ignored)
+ *                  Reset, up again, WRs posted again; 7 is the GSI), so
+ *                  that one input can hold a QP's whole life (the bytes
+ *                  are ignored)
  *
  * Memory the driver may reach is laid out in one mapping, each region
  * between guard pages filled with a canary and ASan-poisoned:
@@ -95,6 +107,9 @@
 #define SRQ_QI		NQP	/* wr_id owner index of SRQ receives */
 #define MCAST_QPN	0xffffffu
 
+/* The target field is 3 bits: every value names a QP. */
+_Static_assert(NQP == 8, "mode bits 2-4 index qps[]");
+
 /* One posted WR the harness waits to see completed, in posting order. */
 struct posted {
 	uint64_t wr_id;
@@ -112,6 +127,7 @@ struct fq {
 	enum ibv_qp_type type;
 	enum ibv_qp_state state;	/* canonical */
 	uint32_t rq_psn, sq_psn, dest_qpn;
+	uint32_t qkey;			/* UD: the Q_Key it must check */
 	int access;
 	uint32_t nrecv;			/* receives kept posted (0: SRQ) */
 	uint32_t slot0;			/* first MR_R slot of its receives */
@@ -144,7 +160,7 @@ static struct fq qps[NQP] = {
 		   .rq_psn = 0xfffffe, .sq_psn = 0x40, .dest_qpn = NO_QPN + 1,
 		   .access = IBV_ACCESS_REMOTE_WRITE, .nrecv = 4, .slot0 = 14 },
 	[Q_UD] = { .name = "ud", .type = IBV_QPT_UD, .state = IBV_QPS_RTS,
-		   .sq_psn = 0x50, .nrecv = 4, .slot0 = 18 },
+		   .sq_psn = 0x50, .qkey = QKEY, .nrecv = 4, .slot0 = 18 },
 	[Q_RC_SRQ] = { .name = "rc_srq", .type = IBV_QPT_RC,
 		       .state = IBV_QPS_RTS, .rq_psn = 0x100, .sq_psn = 0x60,
 		       .dest_qpn = NO_QPN + 2, .access = RC_ACCESS },
@@ -152,10 +168,12 @@ static struct fq qps[NQP] = {
 		       .state = IBV_QPS_RTR, .rq_psn = 0x200,
 		       .dest_qpn = NO_QPN + 3, .access = IBV_ACCESS_REMOTE_WRITE |
 		       IBV_ACCESS_REMOTE_READ, .nrecv = 2, .slot0 = 22 },
+	[Q_GSI] = { .name = "gsi", .type = IBV_QPT_UD, .state = IBV_QPS_RTS,
+		    .sq_psn = 0x70, .qkey = GSI_QKEY, .nrecv = 4, .slot0 = 24 },
 };
 
 /* MR_R slots: the QPs' receives above, then these. */
-#define SRQ_SLOT0	24
+#define SRQ_SLOT0	28
 #define SRQ_N		8
 #define REQ_SLOT0	32	/* RC_REQ's local buffers: 8 slots */
 
@@ -219,7 +237,8 @@ static struct {
 static const char *const drop_prefixes[] = { "rx_drop_", "arp_rx", "nd_rx" };
 static const char *const delivered_drops[] = {
 	"rx_drop_stale_response", "rx_drop_bad_qkey",
-	"rx_drop_ud_no_receive_wqe",
+	"rx_drop_ud_no_receive_wqe", "rx_drop_gsi_bad_mad",
+	"rx_drop_gsi_unknown_class",
 };
 
 /* ---- guarded memory ---- */
@@ -492,6 +511,7 @@ modify(struct fq *q, enum ibv_qp_state to)
 		a.port_num = 1;
 		mask |= IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 		if (q->type == IBV_QPT_UD) {
+			/* QP 1 too: it must keep the GSI's (q->qkey). */
 			a.qkey = QKEY;
 			mask |= IBV_QP_QKEY;
 		} else {
@@ -604,7 +624,17 @@ struct cause {
 	int qi;			/* QP the frame reached, -1: dropped */
 	uint32_t mask;		/* its opcode's ib_opcode mask */
 	int qkey_ok;		/* UD: its DETH carries the QP's Q_Key */
+	const uint8_t *payload;	/* UD: what follows its headers */
+	uint32_t paylen;
 };
+
+/* QP 1 takes whole MADs of the CM class only (IBA 13.4.2, 13.5.3.2). */
+static int
+cm_mad(const struct cause *c)
+{
+	return c->qkey_ok && c->paylen >= MAD_LEN && c->payload[0] == 1 &&
+	       c->payload[1] == MAD_CLASS_CM;
+}
 
 static void
 wc_cause_check(struct fq *q, const struct ibv_wc *wc, int send,
@@ -619,6 +649,8 @@ wc_cause_check(struct fq *q, const struct ibv_wc *wc, int send,
 		why = "a completion other than a flush while recycling";
 	} else if (q->type == IBV_QPT_UD && !c->qkey_ok) {
 		why = "a UD completion for a packet with a wrong Q_Key (C10-15)";
+	} else if (q == &qps[Q_GSI] && !cm_mad(c)) {
+		why = "a QP 1 completion for a packet that is no whole CM MAD";
 	} else if (send) {
 		if (!(c->mask & IB_M_RESP))
 			why = "a send completion caused by a request packet";
@@ -686,9 +718,10 @@ wc_check(int qi, const struct ibv_wc *wc, const struct cause *c)
 		if (wc->byte_len > p->len)
 			FAIL("%s: RECV of %u bytes into a %u-byte buffer",
 			     q->name, wc->byte_len, p->len);
-		if (q->type == IBV_QPT_UD && wc->byte_len < 40)
-			FAIL("%s: UD RECV of %u bytes has no GRH", q->name,
-			     wc->byte_len);
+		if (q->type == IBV_QPT_UD && wc->byte_len != 40 + c->paylen)
+			FAIL("%s: UD RECV of %u bytes for a %u-byte payload "
+			     "(40 + payload: the GRH comes first)", q->name,
+			     wc->byte_len, c->paylen);
 	} else if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
 		if (q->type == IBV_QPT_UD || !(wc->wc_flags & IBV_WC_WITH_IMM))
 			FAIL("%s: RECV_RDMA_WITH_IMM without immediate", q->name);
@@ -840,8 +873,8 @@ frame_l3(uint8_t m, uint32_t udplen)
 		ip6->proto = IPPROTO_UDP;
 		ip6->hop_limits = 64;
 		memcpy(&ip6->src_addr, F.dev_ip6, 16);
-		memcpy(&ip6->dst_addr, (m & 0x20) ? F.mcast_ip6 : F.dev_ip6,
-		       16);
+		memcpy(&ip6->dst_addr, (m & M_MCAST) ? F.mcast_ip6 :
+		       F.dev_ip6, 16);
 		return IP6_LEN;
 	} else {
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)l3;
@@ -853,7 +886,7 @@ frame_l3(uint8_t m, uint32_t udplen)
 		ip->time_to_live = 64;
 		ip->next_proto_id = IPPROTO_UDP;
 		ip->src_addr = F.dev_ip;
-		ip->dst_addr = (m & 0x20) ? F.mcast_ip : F.dev_ip;
+		ip->dst_addr = (m & M_MCAST) ? F.mcast_ip : F.dev_ip;
 		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		return IP_LEN;
 	}
@@ -869,13 +902,14 @@ frame_build(uint8_t m, const uint8_t *bth, uint32_t len)
 	uint32_t room = FRAME_MAX - ETH_LEN - l3len - UDP_LEN - IB_ICRC_LEN;
 	uint32_t udplen, crc, blen = RTE_MAX(len, (uint32_t)IB_BTH_LEN);
 	unsigned int kind = m & 3, t = (m >> 2) & 7;
+	int mcast = t == Q_GSI && (m & M_MCAST);
 
 	if (blen > room)
 		blen = len = room;
 	memset(b, 0, IB_BTH_LEN);
 	memcpy(b, bth, len);
 	if (kind >= 2) {
-		uint32_t qpn = t < NQP ? qps[t].qp->qp_num : MCAST_QPN;
+		uint32_t qpn = mcast ? MCAST_QPN : qps[t].qp->qp_num;
 		uint32_t w;
 
 		b[1] &= 0xf0;			/* TVer 0 */
@@ -883,7 +917,7 @@ frame_build(uint8_t m, const uint8_t *bth, uint32_t len)
 		memcpy(&w, b + 4, 4);
 		w = (w & htonl(0xff000000u)) | htonl(qpn);
 		memcpy(b + 4, &w, 4);
-		if (kind == 3 && t < NQP) {
+		if (kind == 3 && !mcast) {
 			int8_t d = (int8_t)b[11];
 			uint32_t psn = (expected_psn(t, b[0]) + d) & IB_PSN_MASK;
 
@@ -956,15 +990,66 @@ frame_bth(uint32_t len)
 	return b;
 }
 
+/* The payload of the delivered UD packet at @bth into @c, by its UDP length. */
+static void
+ud_payload(const uint8_t *bth, struct cause *c)
+{
+	const uint8_t *udp = bth - UDP_LEN;
+	uint32_t hlen = ib_opcode[bth[0]].length;
+	uint32_t qkey;
+
+	memcpy(&qkey, bth + ib_opcode[bth[0]].offset[IB_HDR_DETH], 4);
+	c->qkey_ok = ntohl(qkey) == qps[c->qi].qkey;
+	c->payload = bth + hlen;
+	c->paylen = (uint32_t)(udp[4] << 8 | udp[5]) - UDP_LEN - hlen -
+		    IB_ICRC_LEN - ((bth[1] >> 4) & 3);
+}
+
+/*
+ * A UD SEND that reached QP 1, against what the GSI does with it: a CM MAD
+ * completes the oldest of the @posted receives (the one completion already
+ * checked); anything else completes nothing and is counted (IBA 13.5.3.2:
+ * no agent, no answer).
+ */
+static void
+gsi_check(const struct cause *c, uint32_t posted, int got,
+	  const uint64_t *before, const uint64_t *after)
+{
+	int want = 0, cnt = -1;
+
+	if (!(c->mask & IB_M_DETH))
+		return;			/* a CNP: congestion control only */
+	if (!c->qkey_ok)
+		cnt = IB_CNT_RX_BAD_QKEY;
+	else if (c->paylen < MAD_LEN || c->payload[0] != 1)
+		cnt = IB_CNT_RX_BAD_MAD;
+	else if (c->payload[1] != MAD_CLASS_CM)
+		cnt = IB_CNT_RX_MAD_CLASS;
+	else if (posted == 0)
+		cnt = IB_CNT_RX_NO_RWQE;
+	else
+		want = 1;
+	if (got != want)
+		FAIL("gsi: %d completion(s) for a %u-byte payload %02x %02x "
+		     "(Q_Key %s), %d expected", got, c->paylen,
+		     c->paylen ? c->payload[0] : 0,
+		     c->paylen > 1 ? c->payload[1] : 0,
+		     c->qkey_ok ? "right" : "wrong", want);
+	if (cnt >= 0 && after[cnt] != before[cnt] + 1)
+		FAIL("gsi: a %u-byte payload %02x %02x not counted in %s",
+		     c->paylen, c->paylen ? c->payload[0] : 0,
+		     c->paylen > 1 ? c->payload[1] : 0, F.cnt_names[cnt]);
+}
+
 /* Inject one record; returns whether receive validation let it through. */
 static int
 frame_run(uint8_t m, const uint8_t *data, uint32_t len)
 {
 	uint64_t before[IB_CNT_NUM], after[IB_CNT_NUM];
 	struct cause c = { .qi = -1 };
+	uint32_t flen, qpn, gsi_posted = fifo_count(&qps[Q_GSI].rq);
 	const uint8_t *bth;
-	uint32_t flen, qpn, qkey;
-	int i;
+	int i, got;
 
 	if ((m & 3) == 0) {
 		flen = RTE_MIN(len, (uint32_t)FRAME_MAX);
@@ -999,15 +1084,14 @@ frame_run(uint8_t m, const uint8_t *data, uint32_t len)
 		if (c.qi < 0)
 			FAIL("frame to unknown QPN %#x delivered", qpn);
 		c.mask = ib_opcode[bth[0]].mask;
-		if (c.mask & IB_M_DETH) {
-			memcpy(&qkey, bth + ib_opcode[bth[0]].offset[IB_HDR_DETH],
-			       4);
-			c.qkey_ok = ntohl(qkey) == QKEY;
-		}
+		if (c.mask & IB_M_DETH)
+			ud_payload(bth, &c);
 		qps[c.qi].touched = 1;
 		F.delivered++;
 	}
-	drain(&c);
+	got = drain(&c);
+	if (c.qi == Q_GSI)
+		gsi_check(&c, gsi_posted, got, before, after);
 	if (F.verbose && c.qi >= 0)
 		frame_trace(&c, before);
 	return c.qi >= 0;
@@ -1089,9 +1173,12 @@ create_qps(void)
 		q->cq = ibv_create_cq(F.ctx, 128, NULL, NULL, 0);
 		SETUP(q->cq != NULL, "create_cq");
 		ia.send_cq = ia.recv_cq = q->cq;
-		q->qp = ibv_create_qp(F.pd, &ia);
+		q->qp = qi == Q_GSI ? dpib_create_gsi_qp(F.pd, &ia) :
+			ibv_create_qp(F.pd, &ia);
 		SETUP(q->qp != NULL, "create_qp %s", q->name);
 	}
+	SETUP(qps[Q_GSI].qp->qp_num == 1, "gsi is QP %u",
+	      qps[Q_GSI].qp->qp_num);
 	/* The pair points at each other; the others at nobody. */
 	qps[Q_RC_A].dest_qpn = qps[Q_RC_B].qp->qp_num;
 	qps[Q_RC_B].dest_qpn = qps[Q_RC_A].qp->qp_num;
@@ -1268,7 +1355,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		len = RTE_MIN(len, size - pos);
 		if (!(m & 0x80))
 			frame_run(m, data + pos, (uint32_t)len);
-		else if (((m >> 2) & 7) < NQP)
+		else
 			recycle((m >> 2) & 7);
 		pos += len;
 	}

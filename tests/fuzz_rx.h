@@ -51,6 +51,9 @@
 #define X_IOVA		0x400000000ull
 
 #define QKEY		0x11111111u	/* the Q_Key of the rxe UD capture */
+#define GSI_QKEY	0x80010000u	/* QP 1's, whatever it is given (13.5.1) */
+#define MAD_LEN		256		/* a whole MAD (IBA 13.4.2) */
+#define MAD_CLASS_CM	0x07
 #define MCAST_IP	"239.1.2.3"
 #define DEV_IP		"127.0.0.1"
 #define MCAST_IP6	"ff0e::1"
@@ -69,7 +72,11 @@
 #define WRID(qi, send, seq) (WRID_MAGIC << 56 | (uint64_t)(qi) << 48 | \
 			     (uint64_t)(send) << 47 | ((seq) & 0x7fffffffffffull))
 
-enum { Q_RC_A, Q_RC_B, Q_RC_REQ, Q_UC, Q_UD, Q_RC_SRQ, Q_RC_RTR, NQP };
+/* QP indexes, which are also the 3-bit target of an input record: Q_GSI
+ * is QP 1, or with mode bit M_MCAST QPN 0xffffff (the UD QP's group).
+ */
+enum { Q_RC_A, Q_RC_B, Q_RC_REQ, Q_UC, Q_UD, Q_RC_SRQ, Q_RC_RTR, Q_GSI, NQP };
+#define M_MCAST		0x20
 
 /* Write the seed corpus into @dir: synthetic conversations with each QP
  * and the rxe captures, addressed with the harness's keys.

@@ -4,8 +4,9 @@
 /*
  * The seed corpus of the receive-path fuzzer (DPIB_FUZZ_SEED_DIR): short
  * conversations with each of the harness's QPs (requests in and out of
- * sequence, responses to what RC_REQ keeps outstanding, UD sends) and the
- * frames of the rxe captures, as input records fuzz_rx.c reads.
+ * sequence, responses to what RC_REQ keeps outstanding, UD sends, MADs to
+ * QP 1) and the frames of the rxe captures, as input records fuzz_rx.c
+ * reads.
  */
 #include <glob.h>
 #include <string.h>
@@ -25,6 +26,9 @@ struct seed {
 	uint8_t b[8192];
 	uint32_t n;
 };
+
+/* seed_pkt's target for the multicast group: Q_GSI's index with M_MCAST. */
+#define T_MCAST		NQP
 
 static void
 seed_rec(struct seed *s, uint8_t m, const void *data, uint32_t len)
@@ -76,7 +80,10 @@ seed_write(const char *dir, const char *name, const struct seed *s)
 	seed_file(dir, name6, &v6);
 }
 
-/* Steered record: opcode, headers after the BTH, @paylen payload bytes. */
+/*
+ * Steered record to QP index @qi (or T_MCAST): opcode, headers after the
+ * BTH, @paylen payload bytes.
+ */
 static void
 seed_pkt(struct seed *s, int qi, uint8_t opcode, int8_t delta, int ackreq,
 	 const void *ext, uint32_t extlen, uint32_t paylen)
@@ -93,8 +100,8 @@ seed_pkt(struct seed *s, int qi, uint8_t opcode, int8_t delta, int ackreq,
 		memcpy(b + IB_BTH_LEN, ext, extlen);
 	for (i = 0; i < paylen; i++)
 		b[IB_BTH_LEN + extlen + i] = (uint8_t)(i * 31 + opcode);
-	seed_rec(s, (uint8_t)(3 | (qi & 7) << 2 | (qi == 7 ? 0x20 : 0)), b,
-		 IB_BTH_LEN + extlen + paylen + pad);
+	seed_rec(s, (uint8_t)(qi == T_MCAST ? 3 | Q_GSI << 2 | M_MCAST :
+			      3 | qi << 2), b, IB_BTH_LEN + extlen + paylen + pad);
 }
 
 static void
@@ -272,8 +279,73 @@ seed_ud(const char *dir)
 	s.n = 0;
 	memcpy(ext, &d, sizeof(d));
 	memcpy(ext + sizeof(d), "\x11\x22\x33\x44", 4);
-	seed_pkt(&s, 7, IB_UD_SEND_ONLY_IMM, 0, 0, ext, sizeof(d) + 4, 100);
+	seed_pkt(&s, T_MCAST, IB_UD_SEND_ONLY_IMM, 0, 0, ext, sizeof(d) + 4,
+		 100);
 	seed_write(dir, "syn_ud_mcast_imm", &s);
+}
+
+/*
+ * A CM REQ as dpib's librdmacm sends one (IBA 12.6.5, Table 99): the MAD
+ * header (base version 1, class CM, class version 2, method Send, attribute
+ * REQ), then an RC connection to QP 0x1234 from PSN 0x4567 for the RDMA-CM
+ * TCP port space, port 7471.
+ */
+static void
+cm_req_mad(uint8_t *mad)
+{
+	static const uint8_t hdr[24] = { 1, MAD_CLASS_CM, 2, 3,
+		[8] = 0, 0, 0, 0, 0x12, 0x34, 0x56, 0x78, [16] = 0x00, 0x10 };
+	uint8_t *d = mad + sizeof(hdr);
+
+	memset(mad, 0, MAD_LEN);
+	memcpy(mad, hdr, sizeof(hdr));
+	put_be32(d + 0, 0x0badcafe);			/* local comm ID */
+	put_be32(d + 8, 0x00000000);			/* service ID */
+	put_be32(d + 12, 0x01060000 | 7471);
+	put_be32(d + 16, 0x020000ff);			/* local CA GUID */
+	put_be32(d + 20, 0xfe000001);
+	put_be32(d + 28, 0);				/* local Q_Key */
+	put_be32(d + 32, 0x1234u << 8 | 4);		/* QPN, resp. res. */
+	put_be32(d + 36, 4);				/* initiator depth */
+	put_be32(d + 40, 16u << 3);			/* timeout; RC: 0 */
+	put_be32(d + 44, 0x4567u << 8 | 16u << 3 | 7);	/* PSN, retries */
+	put_be32(d + 48, 0xffffu << 16 | 3u << 12 | 7u << 8 | 15u << 4);
+}
+
+/*
+ * MADs to QP 1: a CM REQ (a receive completes), the same cut short, a
+ * whole MAD of another class (Performance Management, 0x04) and the REQ
+ * with the UD QP's Q_Key instead of the GSI's: the last three complete
+ * nothing. Then a REQ to the UD QP, which takes it as any datagram.
+ */
+static void
+seed_gsi(const char *dir)
+{
+	struct ib_deth d = { .qkey = rte_cpu_to_be_32(GSI_QKEY),
+			     .sqp = rte_cpu_to_be_32(1) };
+	uint8_t ext[sizeof(d) + MAD_LEN];
+	struct seed s;
+
+	memcpy(ext, &d, sizeof(d));
+	cm_req_mad(ext + sizeof(d));
+	s.n = 0;
+	seed_pkt(&s, Q_GSI, IB_UD_SEND_ONLY, 0, 0, ext, sizeof(ext), 0);
+	seed_write(dir, "syn_gsi_cm_req", &s);
+	s.n = 0;
+	seed_pkt(&s, Q_GSI, IB_UD_SEND_ONLY, 0, 0, ext, sizeof(d) + 128, 0);
+	seed_write(dir, "syn_gsi_cm_req_truncated", &s);
+	s.n = 0;
+	ext[sizeof(d) + 1] = 0x04;
+	seed_pkt(&s, Q_GSI, IB_UD_SEND_ONLY, 0, 0, ext, sizeof(ext), 0);
+	seed_write(dir, "syn_gsi_class_04", &s);
+	s.n = 0;
+	ext[sizeof(d) + 1] = MAD_CLASS_CM;
+	put_be32(ext, QKEY);
+	seed_pkt(&s, Q_GSI, IB_UD_SEND_ONLY, 0, 0, ext, sizeof(ext), 0);
+	seed_write(dir, "syn_gsi_bad_qkey", &s);
+	s.n = 0;
+	seed_pkt(&s, Q_UD, IB_UD_SEND_ONLY, 0, 0, ext, sizeof(ext), 0);
+	seed_write(dir, "syn_ud_cm_req", &s);
 }
 
 /*
@@ -359,5 +431,6 @@ fuzz_seeds_write(const char *dir, uint32_t w_rkey, uint32_t ro_rkey,
 	seed_requests(dir, Q_UC, "uc", 1);
 	seed_responses(dir);
 	seed_ud(dir);
+	seed_gsi(dir);
 	seed_pcaps(dir);
 }

@@ -50,8 +50,27 @@ struct cma cma = {
 };
 
 /* Received MADs the CM took no action on, by cause (for tests, logs). */
-uint64_t cm_dropped[4];
+static uint64_t cm_dropped[4];
 enum { DROP_HDR, DROP_MATCH, DROP_BODY, DROP_ATTR };
+
+/*
+ * dpib's addition to librdmacm (DPIB_RDMACM_0.1), for tests: MADs dropped
+ * so far by cause - 0 a header not taken (class version, method, short),
+ * 1 no connection in a state for it (forged or stale comm IDs, a REP for
+ * a REQ never sent), 2 a malformed body, 3 an attribute not supported.
+ */
+uint64_t
+dpib_cm_dropped(int why)
+{
+	uint64_t v;
+
+	if (why < 0 || why > DROP_ATTR)
+		return 0;
+	pthread_mutex_lock(&cma.lock);
+	v = cm_dropped[why];
+	pthread_mutex_unlock(&cma.lock);
+	return v;
+}
 
 static int cm_debug = -1;
 
@@ -298,6 +317,32 @@ dev_open(struct cma_dev *d, struct ibv_device *ibdev)
 	return 0;
 }
 
+/*
+ * DPIB_CM_LOSE=REQ=1,RTU=2,...: this process's CM loses the first N
+ * messages of each kind it sends, as a lossy link would (tests of the
+ * retransmissions and of duplicate handling). Indexed by attribute ID.
+ */
+static int lose[CM_ATTR_APR + 1];
+
+static void
+lose_parse(void)
+{
+	const char *s = getenv("DPIB_CM_LOSE");
+	char name[16];
+	int n, used;
+	uint16_t a;
+
+	while (s != NULL && sscanf(s, "%15[A-Z_]=%d%n", name, &n, &used) == 2) {
+		for (a = 0; a <= CM_ATTR_APR; a++)
+			if (strcmp(cm_attr_name(a), name) == 0)
+				lose[a] = n;
+		s += used;
+		if (*s != ',')
+			break;
+		s++;
+	}
+}
+
 static void *worker(void *arg);
 
 /*
@@ -315,6 +360,7 @@ cm_start(void)
 		return 0;
 	if (cm_debug < 0)
 		cm_debug = getenv("DPIB_CM_DEBUG") != NULL;
+	lose_parse();
 	list = ibv_get_device_list(&n);
 	if (list == NULL)
 		return errno ? errno : ENODEV;
@@ -365,6 +411,13 @@ mad_send_ah(struct cma_dev *d, struct ibv_ah *ah, const uint8_t *mad)
 	};
 	struct ibv_send_wr *bad;
 
+	uint16_t attr = cm_mad_attr_id(mad);
+
+	if (attr <= CM_ATTR_APR && lose[attr] > 0) {
+		lose[attr]--;
+		CM_LOG("lose %s", cm_attr_name(attr));
+		return 0;
+	}
 	wr.wr.ud.ah = ah;
 	wr.wr.ud.remote_qpn = 1;
 	wr.wr.ud.remote_qkey = GSI_QKEY;
@@ -550,6 +603,7 @@ cm_send_req(struct cma_id *c, const struct rdma_conn_param *p)
 
 	c->local_id = new_comm_id();
 	c->tid = new_tid();
+	c->cm_timeout = t;	/* the passive side's, for DREQ retries */
 	c->local_psn = (uint32_t)random() & 0xffffff;
 	c->service_id = service_id(c);
 	c->resp_res = p->responder_resources;
@@ -714,6 +768,7 @@ cm_send_sidr_req(struct cma_id *c, const struct rdma_conn_param *p)
 
 	c->local_id = new_comm_id();
 	c->tid = new_tid();
+	c->cm_timeout = t;
 	c->service_id = service_id(c);
 	m.request_id = c->local_id;
 	m.partition_key = 0xffff;
@@ -793,7 +848,12 @@ cm_init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		a->dest_qp_num = c->remote_qpn;
 		a->rq_psn = c->remote_psn;
 		a->max_dest_rd_atomic = c->resp_res;
-		a->min_rnr_timer = 0;	/* as ib_cm: 655 ms */
+		/* 0.64 ms, as perftest and ibv_rc_pingpong set it. Linux's
+		 * ib_cm sets 0 (655 ms), which a software HCA that meets an
+		 * empty receive queue now and then pays for in whole
+		 * milliseconds of stall per RNR NAK.
+		 */
+		a->min_rnr_timer = 12;
 		a->ah_attr.is_global = 1;
 		a->ah_attr.port_num = 1;
 		a->ah_attr.grh.dgid = c->dgid;
@@ -962,6 +1022,53 @@ reject_stranger(struct cma_dev *d, const union ibv_gid *src, uint64_t tid,
 	mad_send_to(d, src, mad);
 }
 
+/*
+ * REQs for a port nobody listens on yet wait here a moment before their
+ * REJ: programs such as perftest -R close one listener and open the next
+ * on the same port while the peer, just told to go on, already connects
+ * (Linux's slower address and route resolution usually lets the listen
+ * win that race). A listen on the port takes them at once.
+ */
+#define ORPHAN_MAX	64
+#define ORPHAN_NS	(50 * 1000 * 1000ull)
+
+struct orphan {
+	struct cma_dev *d;
+	union ibv_gid src;
+	uint64_t deadline;
+	uint8_t mad[CM_MAD_LEN];
+};
+
+static struct orphan orphans[ORPHAN_MAX];
+static int norphans;
+
+static int
+orphan_keep(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
+{
+	int i;
+
+	for (i = 0; i < norphans; i++)	/* a resent REQ: already waiting */
+		if (memcmp(orphans[i].mad + CM_MAD_HDR_LEN,
+			   mad + CM_MAD_HDR_LEN, 4) == 0 &&
+		    memcmp(&orphans[i].src, src, sizeof(*src)) == 0)
+			return 1;
+	if (norphans == ORPHAN_MAX)
+		return 0;
+	orphans[norphans].d = d;
+	orphans[norphans].src = *src;
+	orphans[norphans].deadline = cm_now() + ORPHAN_NS;
+	memcpy(orphans[norphans].mad, mad, CM_MAD_LEN);
+	norphans++;
+	cm_kick();
+	return 1;
+}
+
+static void
+orphan_drop(int i)
+{
+	orphans[i] = orphans[--norphans];
+}
+
 static struct cma_id *
 duplicate_req(const struct cm_req *m)
 {
@@ -975,8 +1082,67 @@ duplicate_req(const struct cm_req *m)
 	return NULL;
 }
 
+static void on_req_listened(struct cma_dev *d, const union ibv_gid *src,
+			    const uint8_t *mad, int may_wait);
+
 static void
 on_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
+{
+	on_req_listened(d, src, mad, 1);
+}
+
+/* rdma_listen: the REQs waiting for a listener like this come in now. */
+void
+cm_listen_started(void)
+{
+	struct sockaddr_storage sa, da;
+	struct cm_req m;
+	struct orphan o;
+	int i = 0;
+
+	while (i < norphans) {
+		o = orphans[i];
+		cm_req_unpack(o.mad, &m);
+		if (cma_hdr_get(m.private_data, (uint16_t)m.service_id,
+				&sa, &da) != 0 ||
+		    find_listener(o.d, (int)((m.service_id >> 16) & 0xffff),
+				  (uint16_t)m.service_id, (void *)&da) == NULL) {
+			i++;
+			continue;
+		}
+		orphan_drop(i);
+		on_req_listened(o.d, &o.src, o.mad, 0);
+	}
+}
+
+/* Orphans whose wait is over get their REJ; returns the next deadline. */
+static uint64_t
+orphans_expire(uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+	struct cm_req m;
+	int i = 0;
+
+	while (i < norphans) {
+		if (orphans[i].deadline <= now) {
+			cm_req_unpack(orphans[i].mad, &m);
+			reject_stranger(orphans[i].d, &orphans[i].src,
+					cm_mad_tid(orphans[i].mad),
+					m.local_comm_id,
+					CM_REJ_INVALID_SERVICE_ID);
+			orphan_drop(i);
+			continue;
+		}
+		if (orphans[i].deadline < next)
+			next = orphans[i].deadline;
+		i++;
+	}
+	return next;
+}
+
+static void
+on_req_listened(struct cma_dev *d, const union ibv_gid *src,
+		const uint8_t *mad, int may_wait)
 {
 	struct sockaddr_storage sa, da;
 	struct cma_id *l, *c;
@@ -1012,6 +1178,8 @@ on_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 	memcpy(lg.raw, m.primary.remote_gid, 16);
 	gidx = gid_index(d, &lg);
 	l = find_listener(d, ps, (uint16_t)m.service_id, (void *)&da);
+	if (l == NULL && gidx >= 0 && may_wait && orphan_keep(d, src, mad))
+		return;
 	if (l == NULL || gidx < 0) {
 		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
 				CM_REJ_INVALID_SERVICE_ID);
@@ -1029,6 +1197,7 @@ on_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 		return;
 	}
 	c->listener = l;
+	c->passive = 1;
 	l->pending++;
 	c->dev = d;
 	c->id.verbs = d->verbs;
@@ -1045,6 +1214,9 @@ on_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 	c->remote_qpn = m.local_qpn;
 	c->remote_psn = m.starting_psn;
 	c->peer_resp_res = m.responder_resources;
+	/* What the peer asks of us, rdma_accept's defaults */
+	c->resp_res = m.initiator_depth;
+	c->init_depth = m.responder_resources;
 	c->retry_count = m.retry_count;
 	c->rnr_retry = m.rnr_retry_count;
 	c->flow_control = m.end_to_end_flow_control;
@@ -1130,8 +1302,9 @@ on_rep(const uint8_t *mad)
 	memcpy(e->pdata, m.private_data, CM_REP_PDATA);
 	e->ev.param.conn.private_data = e->pdata;
 	e->ev.param.conn.private_data_len = CM_REP_PDATA;
-	e->ev.param.conn.responder_resources = m.responder_resources;
-	e->ev.param.conn.initiator_depth = m.initiator_depth;
+	/* The peer's resources seen from here, as ib_cm reports them */
+	e->ev.param.conn.responder_resources = m.initiator_depth;
+	e->ev.param.conn.initiator_depth = m.responder_resources;
 	e->ev.param.conn.flow_control = m.end_to_end_flow_control;
 	e->ev.param.conn.rnr_retry_count = m.rnr_retry_count;
 	e->ev.param.conn.srq = m.srq;
@@ -1292,7 +1465,7 @@ on_sidr_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 	if ((m.service_id & ~RDMA_IB_IP_PORT_MASK) == ((uint64_t)ps << 16) &&
 	    cma_hdr_get(m.private_data, (uint16_t)m.service_id, &sa, &da) == 0)
 		l = find_listener(d, ps, (uint16_t)m.service_id, (void *)&da);
-	gidx = l != NULL ? gid_index(d, &(union ibv_gid){ 0 }) : -1;
+	gidx = -1;
 	if (l != NULL) {
 		union ibv_gid g;
 
@@ -1310,6 +1483,7 @@ on_sidr_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 		return;
 	}
 	c->listener = l;
+	c->passive = 1;
 	l->pending++;
 	c->dev = d;
 	c->id.verbs = d->verbs;
@@ -1493,7 +1667,11 @@ cm_addr_poll(struct cma_id *c)
 	union ibv_gid g;
 
 	cm_gid_of(&c->id.route.addr.dst_addr, &g);
-	if (dpib_neigh_resolve(c->dev->verbs, &g, mac) == 0) {
+	/* A multicast group has no neighbour to ask: its MAC is derived
+	 * from the address (RFC 1112, RFC 2464) by the device.
+	 */
+	if ((gid_is_v4(&g) ? (g.raw[12] & 0xf0) == 0xe0 : g.raw[0] == 0xff) ||
+	    dpib_neigh_resolve(c->dev->verbs, &g, mac) == 0) {
 		c->state = CS_ADDR_RESOLVED;
 		c->deadline = 0;
 		cma_report(c, RDMA_CM_EVENT_ADDR_RESOLVED, 0);
@@ -1553,9 +1731,11 @@ expire(struct cma_id *c)
 static int
 run_timers(void)
 {
-	uint64_t now = cm_now(), next = UINT64_MAX;
+	uint64_t now = cm_now(), next;
 	struct cma_id *c, *t;
 	int ms;
+
+	next = orphans_expire(now);
 
 	for (c = TAILQ_FIRST(&cma.ids); c != NULL; c = t) {
 		t = TAILQ_NEXT(c, link);

@@ -134,12 +134,35 @@ chan_new(void)
 	if (ch == NULL)
 		return NULL;
 	TAILQ_INIT(&ch->events);
+	pthread_cond_init(&ch->cond, NULL);
 	ch->ch.fd = eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC);
 	if (ch->ch.fd < 0) {
 		free(ch);
 		return NULL;
 	}
 	return ch;
+}
+
+/* One count off the channel's eventfd, for an event leaving its queue:
+ * the count is at least one (see struct cma_chan), so even an fd the
+ * application left blocking returns at once.
+ */
+static void
+count_down(struct cma_chan *ch)
+{
+	uint64_t v;
+
+	if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
+		abort();
+}
+
+static void
+count_up(struct cma_chan *ch)
+{
+	uint64_t one = 1;
+
+	if (write(ch->ch.fd, &one, sizeof(one)) != sizeof(one))
+		abort();	/* an eventfd write fails only on overflow */
 }
 
 static struct cma_chan *
@@ -173,6 +196,12 @@ rdma_create_event_channel(void)
 	return ch != NULL ? &ch->ch : NULL;
 }
 
+/*
+ * A channel goes with its queued events. A thread still waiting in
+ * rdma_get_cm_event on it (rping's event thread, when the main thread
+ * tears down) stays asleep, as on a kernel rdma_cm fd that was closed
+ * under a blocked read; the channel's memory stays for it.
+ */
 static void
 chan_free(struct cma_chan *ch)
 {
@@ -183,6 +212,12 @@ chan_free(struct cma_chan *ch)
 		free(e);
 	}
 	close(ch->ch.fd);
+	ch->ch.fd = -1;
+	if (ch->waiters > 0) {
+		ch->dead = 1;
+		return;
+	}
+	pthread_cond_destroy(&ch->cond);
 	free(ch);
 }
 
@@ -211,11 +246,9 @@ cma_event_new(struct cma_id *c, enum rdma_cm_event_type t, int status)
 void
 cma_event_post(struct cma_id *c, struct cma_event *e)
 {
-	uint64_t one = 1;
-
 	TAILQ_INSERT_TAIL(&c->chan->events, e, link);
-	if (write(c->chan->ch.fd, &one, sizeof(one)) != sizeof(one))
-		abort();	/* an eventfd write fails only on overflow */
+	count_up(c->chan);
+	pthread_cond_signal(&c->chan->cond);
 }
 
 void
@@ -233,32 +266,28 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 {
 	struct cma_chan *ch = to_chan(channel);
 	struct cma_event *e;
-	uint64_t v;
+	int nonblock;
 
 	if (event == NULL)
 		return ERR(EINVAL);
-	for (;;) {
-		/* One count per queued event; blocks (or EAGAIN with
-		 * O_NONBLOCK on the fd) as the kernel's rdma_cm fd does.
-		 */
-		if (read(ch->ch.fd, &v, sizeof(v)) != sizeof(v))
-			return -1;
-		pthread_mutex_lock(&cma.lock);
-		e = TAILQ_FIRST(&ch->events);
-		if (e != NULL)
-			TAILQ_REMOVE(&ch->events, e, link);
-		if (e != NULL && e->owner == NULL) {	/* its id is gone */
-			free(e);
-			e = NULL;
-		}
-		if (e != NULL) {
-			e->owner->events_out++;
-			TAILQ_INSERT_TAIL(&handed_out, e, link);
-		}
-		pthread_mutex_unlock(&cma.lock);
-		if (e != NULL)
-			break;
+	/* O_NONBLOCK on the channel's fd makes an empty channel EAGAIN, as
+	 * on the kernel's rdma_cm fd.
+	 */
+	nonblock = (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
+	pthread_mutex_lock(&cma.lock);
+	ch->waiters++;
+	while ((e = TAILQ_FIRST(&ch->events)) == NULL && !nonblock)
+		pthread_cond_wait(&ch->cond, &cma.lock);
+	ch->waiters--;
+	if (e != NULL) {
+		TAILQ_REMOVE(&ch->events, e, link);
+		count_down(ch);
+		e->owner->events_out++;
+		TAILQ_INSERT_TAIL(&handed_out, e, link);
 	}
+	pthread_mutex_unlock(&cma.lock);
+	if (e == NULL)
+		return ERR(EAGAIN);
 	*event = &e->ev;
 	return 0;
 }
@@ -408,7 +437,7 @@ rdma_destroy_id(struct rdma_cm_id *id)
 {
 	struct cma_id *c = to_id(id), *o;
 	struct cma_chan *sync_ch = NULL;
-	struct cma_event *e;
+	struct cma_event *e, *t;
 
 	if (c->sync && id->event != NULL) {
 		rdma_ack_cm_event(id->event);
@@ -424,12 +453,18 @@ rdma_destroy_id(struct rdma_cm_id *id)
 	TAILQ_FOREACH(o, &cma.ids, link)
 		if (o->listener == c)
 			o->listener = NULL;
-	/* Its events stay where they are, ownerless: rdma_get_cm_event
-	 * skips the queued ones, rdma_ack_cm_event frees the others.
+	/* Its queued events go (the kernel drops a destroyed id's unread
+	 * events too); those handed out lose their owner and are freed at
+	 * rdma_ack_cm_event.
 	 */
-	TAILQ_FOREACH(e, &c->chan->events, link)
-		if (e->owner == c)
-			e->owner = NULL;
+	for (e = TAILQ_FIRST(&c->chan->events); e != NULL; e = t) {
+		t = TAILQ_NEXT(e, link);
+		if (e->owner != c)
+			continue;
+		TAILQ_REMOVE(&c->chan->events, e, link);
+		count_down(c->chan);
+		free(e);
+	}
 	TAILQ_FOREACH(e, &handed_out, link)
 		if (e->owner == c)
 			e->owner = NULL;
@@ -454,7 +489,7 @@ port_taken(const struct cma_id *self, int ps, int port,
 	cm_gid_of(sa, &a);
 	TAILQ_FOREACH(c, &cma.ids, link) {
 		if (c == self || !c->bound || c->destroying ||
-		    (int)c->id.ps != ps || c->listener != NULL ||
+		    (int)c->id.ps != ps || c->passive ||
 		    cma_port_of(&c->id.route.addr.src_addr) != port)
 			continue;
 		if ((self->reuseaddr && c->reuseaddr &&
@@ -738,6 +773,7 @@ rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	if (qp == NULL)
 		goto fail_cqs;
 	id->qp = qp;
+	id->pd = attr->pd;	/* rdma_reg_msgs() registers there */
 	pthread_mutex_lock(&cma.lock);
 	err = qp_ready(c);
 	pthread_mutex_unlock(&cma.lock);
@@ -927,6 +963,7 @@ rdma_listen(struct rdma_cm_id *id, int backlog)
 	if (!err) {
 		c->state = CS_LISTEN;
 		c->backlog = backlog;
+		cm_listen_started();
 	}
 	pthread_mutex_unlock(&cma.lock);
 	return err ? ERR(err) : 0;
@@ -956,10 +993,20 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	else if (p.private_data_len > CM_REP_PDATA)
 		err = EINVAL;
 	if (!err && conn_param == NULL) {
-		/* librdmacm's defaults: what the peer asked for */
-		p.responder_resources = c->peer_resp_res;
-		p.initiator_depth = c->peer_resp_res;
+		/* librdmacm's defaults: what the peer asked for, within
+		 * the device's limits
+		 */
+		struct ibv_device_attr da;
+
+		p.responder_resources = c->resp_res;
+		p.initiator_depth = c->init_depth;
 		p.rnr_retry_count = c->rnr_retry;
+		if (ibv_query_device(c->id.verbs, &da) == 0) {
+			if (p.responder_resources > da.max_qp_rd_atom)
+				p.responder_resources = (uint8_t)da.max_qp_rd_atom;
+			if (p.initiator_depth > da.max_qp_init_rd_atom)
+				p.initiator_depth = (uint8_t)da.max_qp_init_rd_atom;
+		}
 	}
 	if (!err)
 		err = valid_param(c, &p);
@@ -1120,7 +1167,6 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	struct cma_id *c = to_id(id);
 	struct cma_chan *to, *from;
 	struct cma_event *e, *t;
-	uint64_t one = 1, v;
 
 	to = channel != NULL ? to_chan(channel) : chan_new();
 	if (to == NULL)
@@ -1133,11 +1179,10 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 		if (e->owner != c)
 			continue;
 		TAILQ_REMOVE(&from->events, e, link);
-		if (read(from->ch.fd, &v, sizeof(v)) != sizeof(v))
-			e->owner = NULL;
+		count_down(from);
 		TAILQ_INSERT_TAIL(&to->events, e, link);
-		if (write(to->ch.fd, &one, sizeof(one)) != sizeof(one))
-			abort();
+		count_up(to);
+		pthread_cond_signal(&to->cond);
 	}
 	from->nids--;
 	to->nids++;
@@ -1334,9 +1379,12 @@ rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 		if (ret)
 			goto fail;
 		if (qp_init_attr != NULL) {
-			/* Kept for the requests rdma_get_request hands out. */
+			/* Kept for the requests rdma_get_request hands out;
+			 * the type is the address's, as librdmacm sets it.
+			 */
 			c->ep_pd = pd;
 			c->ep_attr = *qp_init_attr;
+			c->ep_attr.qp_type = (enum ibv_qp_type)res->ai_qp_type;
 			c->ep_have_attr = 1;
 		}
 		*id = cid;
@@ -1345,8 +1393,10 @@ rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res,
 	ret = rdma_resolve_addr(cid, res->ai_src_addr, res->ai_dst_addr, 2000);
 	if (!ret)
 		ret = rdma_resolve_route(cid, 2000);
-	if (!ret && qp_init_attr != NULL)
+	if (!ret && qp_init_attr != NULL) {
+		qp_init_attr->qp_type = (enum ibv_qp_type)res->ai_qp_type;
 		ret = rdma_create_qp(cid, pd, qp_init_attr);
+	}
 	if (ret)
 		goto fail;
 	*id = cid;

@@ -29,9 +29,10 @@
 #include "cm_msg.h"
 
 #define CMA_MAX_GID		16
-#define CMA_RECV_WR		128	/* QP 1 receive buffers per device */
+#define CMA_RECV_WR		1024	/* QP 1 receive buffers per device:
+					 * cmtime -c 1000 sends bursts that big */
 #define CMA_RECV_LEN		(40 + CM_MAD_LEN)	/* GRH + MAD */
-#define CMA_SEND_WR		256
+#define CMA_SEND_WR		1024
 #define CMA_MAX_PDATA		CM_RTU_PDATA	/* largest private data */
 #define CMA_HDR_LEN		36	/* RDMA-CM's header in REQ/SIDR_REQ data */
 #define CMA_MAX_CM_RETRIES	15
@@ -97,6 +98,8 @@ struct cma_id {
 	uint8_t tos, tos_set, ack_timeout;
 	int backlog, pending;		/* listener: requests not yet taken */
 	struct cma_id *listener;	/* a request's listening id */
+	int passive;			/* made by a request: shares the
+					 * listener's port, owns none */
 	int qp_owned;			/* rdma_create_qp made id->qp */
 	int ud;				/* RDMA_PS_UDP or IBV_QPT_UD */
 
@@ -152,10 +155,19 @@ struct cma_event {
 	uint8_t pdata[CMA_MAX_PDATA];
 };
 
+/*
+ * An event channel. Its eventfd's count always equals the number of
+ * queued events (both change together under the lock), so the fd polls
+ * readable exactly while events wait and a read of it never blocks;
+ * rdma_get_cm_event waits on the condition variable instead.
+ */
 struct cma_chan {
 	struct rdma_event_channel ch;
 	TAILQ_HEAD(, cma_event) events;
+	pthread_cond_t cond;
 	int nids;			/* ids reporting here */
+	int waiters;			/* in rdma_get_cm_event */
+	int dead;			/* destroyed with waiters inside */
 };
 
 struct cma {
@@ -186,6 +198,7 @@ int cma_addr_any(const struct sockaddr *sa);
 socklen_t cma_addr_len(const struct sockaddr *sa);
 
 /* cm.c: devices and the worker */
+uint64_t dpib_cm_dropped(int why);
 int cm_start(void);
 struct cma_dev *cm_dev_by_addr(const struct sockaddr *sa, int *gid_index);
 struct cma_dev *cm_dev_for_dst(const struct sockaddr *dst, int *gid_index);
@@ -208,6 +221,7 @@ int cm_send_sidr_rep(struct cma_id *c, uint8_t status, const void *pdata,
 		     uint8_t len);
 int cm_send_mra(struct cma_id *c);
 void cm_established(struct cma_id *c);
+void cm_listen_started(void);
 void cm_id_detach(struct cma_id *c);
 int cm_qp_init(struct cma_id *c, struct ibv_qp *qp);
 int cm_qp_rtr_rts(struct cma_id *c);

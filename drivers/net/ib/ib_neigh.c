@@ -451,12 +451,15 @@ ib_neigh_lookup(struct ib_dev *dev, uint32_t ip, struct rte_ether_addr *mac)
 {
 	int ret;
 
-	if (!ip_unicast(ip))
-		return -EINVAL;
+	/* Our own address first: the loopback device's is 127.0.0.1, which
+	 * ARP would never be asked about.
+	 */
 	if (ip == dev->conf.ip) {
 		rte_ether_addr_copy(&dev->mac, mac);
 		return 0;
 	}
+	if (!ip_unicast(ip))
+		return -EINVAL;
 	rte_spinlock_lock(&dev->neigh_lock);
 	ret = neigh_state(dev, ip, NULL, mac);
 	rte_spinlock_unlock(&dev->neigh_lock);
