@@ -110,6 +110,37 @@ cmtime_ok() {
 		grep "^connect *:" "$2" | awk '{ print $3 " ms to connect" }'
 }
 
+# peer_gone LABEL HOW SIDE: cm_peer's server on a, its client on b leaves
+# mid-connection by HOW (exit: its librdmacm says goodbye with a DREQ;
+# kill: SIGKILL, nobody says anything). SIDE passive: the server waits for
+# DISCONNECTED; active: it disconnects itself and its unanswered DREQ
+# must still end in DISCONNECTED (-ETIMEDOUT), never a hang.
+peer_gone() {
+	local label=$1 how=$2 side=$3 slog="$tmp/server.log" clog="$tmp/client.log"
+	local srv rc src want=0 peer="$build/tests/cm_peer"
+
+	[ "$how" = kill ] && want=137
+	rm -f "$tmp/memif.sock"
+	${pre[a]} timeout $T env DPIB_CM_TIMEOUT=12 "$run" -c "${conf[a]}" \
+		"$peer" server "${ip[a]}" 7490 "$side" >"$slog" 2>&1 &
+	srv=$!
+	sleep 1
+	${pre[b]} timeout $T env DPIB_CM_TIMEOUT=12 "$run" -c "${conf[b]}" \
+		"$peer" client "${ip[a]}" 7490 "$how" >"$clog" 2>&1
+	rc=$?
+	gone $srv $T || kill -TERM $srv 2>/dev/null
+	wait $srv
+	src=$?
+	if [ $rc -eq $want ] && [ $src -eq 0 ] &&
+	   grep -q "leaving by $how" "$clog"; then
+		ok "$label: client leaves by $how, server $side ($(grep -o 'disconnected after.*' "$slog"))"
+	else
+		fail "$label: client leaves by $how, server $side (server rc $src, client rc $rc)"
+		awk '{ print "  server: " $0 }' "$slog" | tail -8
+		awk '{ print "  client: " $0 }' "$clog" | tail -8
+	fi
+}
+
 # rows LABEL: the programs between hosts a and b.
 rows() {
 	local l=$1 a=${ip[a]} b=${ip[b]}
@@ -130,6 +161,8 @@ rows() {
 	# receiver's join.
 	cm_pair "$l" transfers_ok a b "mckey -m 239.1.2.3 -b $a" \
 		"mckey -m 239.1.2.3 -s -b $b"
+	peer_gone "$l" exit passive
+	peer_gone "$l" kill active
 }
 
 memif_link() {

@@ -344,6 +344,7 @@ lose_parse(void)
 }
 
 static void *worker(void *arg);
+static void cm_fini(void);
 
 /*
  * Open every dpib device and start the worker, once. Called with the lock
@@ -393,6 +394,7 @@ cm_start(void)
 	if (err)
 		return err;
 	cma.ready = 1;
+	atexit(cm_fini);
 	return 0;
 }
 
@@ -1768,6 +1770,8 @@ worker(void *arg)
 		pthread_mutex_unlock(&cma.lock);
 		n = epoll_wait(cma.epfd, ev, 8, ms);
 		pthread_mutex_lock(&cma.lock);
+		if (cma.stopping)
+			break;
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.ptr == NULL) {
 				if (read(cma.kick_fd, &v, sizeof(v)) < 0)
@@ -1777,7 +1781,54 @@ worker(void *arg)
 			dev_event(ev[i].data.ptr);
 		}
 	}
+	pthread_mutex_unlock(&cma.lock);
 	return NULL;
+}
+
+/*
+ * The process is exiting (an atexit handler registered after dpib's
+ * own, so it runs while the devices still work): as
+ * the kernel does for a process that dies with connections open, each
+ * connection's peer is told - a DREQ for an established one, a REJ for a
+ * request in progress - so that its application sees DISCONNECTED or
+ * REJECTED now rather than QP errors and retries. Sent once each; the
+ * worker stops first, so that nothing runs on a device being torn down.
+ */
+static void
+cm_fini(void)
+{
+	struct cma_id *c;
+	uint64_t end;
+	int k, tries;
+
+	if (!cma.ready)
+		return;
+	/* A thread that exit() left inside a CM call holds the lock. */
+	for (tries = 0; pthread_mutex_trylock(&cma.lock) != 0; tries++) {
+		if (tries == 100)
+			return;
+		usleep(1000);
+	}
+	cma.stopping = 1;
+	TAILQ_FOREACH(c, &cma.ids, link)
+		if (!c->destroying && c->dev != NULL)
+			cm_id_detach(c);
+	pthread_mutex_unlock(&cma.lock);
+	cm_kick();
+	pthread_join(cma.worker, NULL);
+	/* Until the farewells left (what arrives meanwhile is dropped). */
+	end = cm_now() + 100 * 1000 * 1000ull;
+	for (k = 0; k < cma.ndev; k++) {
+		struct ibv_wc wc[16];
+		int n, i;
+
+		while (cma.dev[k].sends > 0 && cm_now() < end) {
+			n = ibv_poll_cq(cma.dev[k].cq, 16, wc);
+			for (i = 0; i < n; i++)
+				if (!(wc[i].opcode & IBV_WC_RECV))
+					cma.dev[k].sends--;
+		}
+	}
 }
 
 /* An id leaves: what it owes the peer goes out (a DREP for a DREQ it was

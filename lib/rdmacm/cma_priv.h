@@ -173,6 +173,7 @@ struct cma_chan {
 struct cma {
 	pthread_mutex_t lock;
 	int ready;
+	int stopping;			/* the process exits (cm_fini) */
 	int ndev;
 	struct cma_dev *dev;
 	TAILQ_HEAD(, cma_id) ids;
