@@ -18,6 +18,9 @@
  *   forged       crafted MADs through dpib_inject() against an
  *                established connection: each is counted where it is
  *                dropped, gives no event and leaves the connection up
+ *   rxe          a Linux rxe peer's MADs from a capture, both ways (the
+ *                device at 10.77.0.2, tests/conf/rxe_peer.conf): what
+ *                dpib answers, field by field against what rxe answered
  *
  * Every wait is bounded: events are read only after poll() on the
  * channel's fd said one is there.
@@ -1026,6 +1029,1161 @@ forged_connection_still_ends_cleanly(void)
 	destroy_brings_no_event();
 }
 
+/* ---- rxe ----------------------------------------------------------------- */
+
+/*
+ * Linux's rdma_cm as the peer (DPIB_CONF=tests/conf/rxe_peer.conf: the
+ * device is 10.77.0.2 at IB MTU 1024). The peer's MADs are those of a real
+ * rxe connection, $DPIB_SHARED/vectors/rxe/rdma_cm.pcap, in which
+ * 10.77.0.3 connects to 10.77.0.2: injected as captured, or with only what
+ * names the connection patched (comm IDs, TID, QPN, then the IPv4 checksum
+ * and the ICRC). What dpib sends is read off its capture and held against
+ * what rxe sent in its place, field by field (IBA 12.6).
+ */
+#define RXE_ME		"10.77.0.2"
+#define RXE_PEER	"10.77.0.3"
+#define RXE_PORT	7174		/* the REQ's service ID 0x1061c06 */
+#define RXE_PEER_PORT	0xa9ae		/* its REQ's RDMA-CM header */
+#define RXE_PEER_QPN	0x4b		/* both rxe QPs were 0x4b */
+#define RXE_REQ_ID	0xea321458u	/* 10.77.0.3's comm ID */
+#define RXE_REP_ID	0x8aef1e7cu	/* 10.77.0.2's */
+#define BTH_OFF		(14 + 20 + 8)		/* Ethernet, IPv4, UDP */
+#define MAD_OFF		(BTH_OFF + 12 + 8)	/* BTH, DETH */
+#define MAD_DATA	(MAD_OFF + CM_MAD_HDR_LEN)
+#define CM_IP_HDR_LEN	36	/* RDMA-CM's header in a REQ's private data */
+#define FRAME_MAX	512
+
+static const uint8_t rxe_peer_mac[6] = { 0x52, 0x54, 0x00, 0x77, 0x00, 0x03 };
+
+/* A frame of the vector or of dpib's capture */
+struct eth_frame {
+	uint8_t f[FRAME_MAX];
+	uint32_t len;
+};
+
+/*
+ * How a connected QP numbers its packets. Linux's ib_cm gives each side's
+ * send queue the starting PSN its peer stated and states in its own
+ * message the PSN it expects (ib_send_cm_req: rq_psn = the REQ's;
+ * cm_req_handler: sq_psn = the REQ's; ib_send_cm_rep: rq_psn = the REP's;
+ * cm_rep_handler: sq_psn = the REP's): in the capture 10.77.0.3, the
+ * active side, sends from the REP's PSN 0x3893b0 (frame 4) and 10.77.0.2
+ * from the REQ's 0x618b54 (frame 6).
+ */
+struct psn_use {
+	uint32_t want_sq, want_rq;	/* Linux's: the peer's stated, ours */
+	uint32_t sq_psn, rq_psn;	/* the QP's once connected */
+	uint32_t sent_psn;		/* our first SEND's */
+	int received;			/* rxe's SEND from want_rq arrived */
+	int acked;			/* ours completed at rxe's ACK */
+};
+
+static struct {
+	struct eth_frame req, rep, rtu, dreq, drep;	/* rxe's, as captured */
+	struct eth_frame send, ack;	/* rxe's frames 4 (SEND) and 9 (ACK) */
+	struct eth_frame our_req, our_rep;	/* dpib's, for the tables */
+	struct psn_use pas, act;	/* dpib's passive and active QPs */
+	int req_bad, rep_bad;		/* fields differing where they agree */
+	uint64_t drops;			/* dpib_cm_dropped before the run */
+	uint32_t act_id;		/* dpib's comm ID as the active side */
+	uint64_t act_tid;		/* its REQ's TID */
+	uint8_t ack_delay;		/* the device's local_ca_ack_delay */
+} R;
+
+static uint32_t
+be32_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3];
+}
+
+static uint32_t
+be24_at(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 16 | p[1] << 8 | p[2];
+}
+
+static void
+be24_put(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 16;
+	p[1] = v >> 8;
+	p[2] = v;
+}
+
+static void
+be32_put(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static void
+tid_put(uint8_t *mad, uint64_t tid)
+{
+	be32_put(mad + 8, (uint32_t)(tid >> 32));
+	be32_put(mad + 12, (uint32_t)tid);
+}
+
+/* The attribute ID of the CM MAD in @f, or 0 when it carries none. */
+static uint16_t
+cm_attr_of(const uint8_t *f, uint32_t len)
+{
+	const uint8_t *ip = f + 14, *udp = ip + 20, *bth = f + BTH_OFF;
+
+	if (len < MAD_OFF + CM_MAD_LEN + 4 || f[12] != 0x08 || f[13] != 0 ||
+	    ip[9] != IPPROTO_UDP || (udp[2] << 8 | udp[3]) != 4791 ||
+	    bth[0] != UD_SEND_ONLY || (bth[5] << 16 | bth[6] << 8 | bth[7]) != 1 ||
+	    f[MAD_OFF + 1] != CM_MGMT_CLASS)
+		return 0;
+	return cm_mad_attr_id(f + MAD_OFF);
+}
+
+/* 1 when @f carries the ICRC (IBA A17.4.5.2) ib_icrc computes. */
+static int
+icrc_ok(const uint8_t *f)
+{
+	const uint8_t *ip = f + 14;
+	uint32_t iplen = (uint32_t)(ip[2] << 8 | ip[3]), stored;
+
+	memcpy(&stored, ip + iplen - 4, 4);
+	return rte_le_to_cpu_32(stored) == ib_icrc(ip, iplen - 4);
+}
+
+/* After a patch: the IPv4 header checksum and the ICRC again. */
+static void
+frame_seal(struct eth_frame *m)
+{
+	uint8_t *ip = m->f + 14;
+	uint32_t iplen = (uint32_t)(ip[2] << 8 | ip[3]), sum = 0, crc, i;
+
+	ip[10] = ip[11] = 0;
+	for (i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+	crc = rte_cpu_to_le_32(ib_icrc(ip, iplen - 4));
+	memcpy(ip + iplen - 4, &crc, 4);
+	CHECK(icrc_ok(m->f), "sealed frame's ICRC");
+}
+
+/* A frame 10.77.0.2 sent, as though 10.77.0.3 had sent it to 10.77.0.2:
+ * dpib stands where 10.77.0.2 stood, so its peer answers from there.
+ */
+static void
+frame_reverse(struct eth_frame *m)
+{
+	uint8_t t[6], *ip = m->f + 14;
+
+	memcpy(t, m->f, 6);
+	memcpy(m->f, m->f + 6, 6);
+	memcpy(m->f + 6, t, 6);
+	memcpy(t, ip + 12, 4);
+	memcpy(ip + 12, ip + 16, 4);
+	memcpy(ip + 16, t, 4);
+}
+
+/* The first frame of the vector carrying a MAD of @attr, and its number. */
+static uint32_t
+vector_mad(const char *path, uint16_t attr, struct eth_frame *m)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len, n = 0;
+	int ret;
+
+	ret = pcap_open(&pf, path);
+	CHECK(ret == 0, "%s: %s", path, strerror(-ret));
+	CHECK(pf.linktype == PCAP_LINKTYPE_ETHERNET, "linktype %u", pf.linktype);
+	while ((ret = pcap_next(&pf, &d, &len)) == 1) {
+		n++;
+		if (cm_attr_of(d, len) != attr)
+			continue;
+		CHECK(len <= FRAME_MAX, "frame %u: %u bytes", n, len);
+		memcpy(m->f, d, len);
+		m->len = len;
+		pcap_close(&pf);
+		return n;
+	}
+	CHECK(ret == 0, "%s: cut short", path);
+	pcap_close(&pf);
+	CHECK(0, "%s: no %s", path, cm_attr_name(attr));
+	return 0;
+}
+
+/* Frame @n (from 1) of the vector. */
+static void
+vector_frame(const char *path, uint32_t n, struct eth_frame *m)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len, i;
+
+	CHECK(pcap_open(&pf, path) == 0, "%s", path);
+	for (i = 0; i < n; i++)
+		CHECK(pcap_next(&pf, &d, &len) == 1, "%s: no frame %u", path, n);
+	CHECK(len <= FRAME_MAX, "frame %u: %u bytes", n, len);
+	memcpy(m->f, d, len);
+	m->len = len;
+	pcap_close(&pf);
+}
+
+/*
+ * The first MAD of @attr dpib sent (its capture), waited for. Each kind
+ * leaves in one direction only in this scenario: the first is the one.
+ */
+static void
+sent_mad(uint16_t attr, struct eth_frame *m)
+{
+	double end = check_now() + EV_WAIT;
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+
+	for (;;) {
+		CHECK(pcap_open(&pf, capture) == 0, "open %s", capture);
+		while (pcap_next(&pf, &d, &len) == 1) {
+			if (cm_attr_of(d, len) != attr)
+				continue;
+			memcpy(m->f, d, len);
+			m->len = len;
+			pcap_close(&pf);
+			return;
+		}
+		pcap_close(&pf);
+		CHECK(check_now() < end, "dpib sent no %s within %.0f s",
+		      cm_attr_name(attr), EV_WAIT);
+		usleep(10000);
+	}
+}
+
+/*
+ * dpib's MAD went out as rxe's (@theirs, the same message) did: to the
+ * peer's MAC and address from 10.77.0.2, UDP 4791, DF, TTL 64, not
+ * ECN-capable; BTH SEND ONLY, P_Key 0xFFFF, QP 1; DETH Q_Key
+ * 0x80010000 from QP 1 (IBA 13.5.1); a 256-byte MAD whose common header
+ * (IBA 13.4.2) is rxe's but for the transaction ID; a correct ICRC.
+ */
+static void
+envelope_as_rxe(const struct eth_frame *ours, const struct eth_frame *theirs)
+{
+	const uint8_t *ip = ours->f + 14, *udp = ip + 20, *bth = udp + 8;
+	const uint8_t *tip = theirs->f + 14, *tbth = tip + 28;
+	struct sockaddr_in me = { 0 }, peer = { 0 };
+
+	inet_pton(AF_INET, RXE_ME, &me.sin_addr);
+	inet_pton(AF_INET, RXE_PEER, &peer.sin_addr);
+	CHECK(memcmp(ours->f, rxe_peer_mac, 6) == 0,
+	      "destination MAC %02x:%02x:%02x:%02x:%02x:%02x, not the peer's",
+	      ours->f[0], ours->f[1], ours->f[2], ours->f[3], ours->f[4],
+	      ours->f[5]);
+	CHECK(memcmp(ip + 12, &me.sin_addr, 4) == 0 &&
+	      memcmp(ip + 16, &peer.sin_addr, 4) == 0,
+	      "not from " RXE_ME " to " RXE_PEER);
+	CHECK(ours->len == theirs->len, "%u bytes, rxe's %u", ours->len,
+	      theirs->len);
+	CHECK(ip[1] == tip[1] && ip[6] == tip[6] && ip[8] == tip[8],
+	      "IPv4 TOS %#x flags %#x TTL %u, rxe's %#x %#x %u", ip[1], ip[6],
+	      ip[8], tip[1], tip[6], tip[8]);
+	CHECK((udp[2] << 8 | udp[3]) == 4791, "UDP port");
+	CHECK(memcmp(bth, tbth, 8) == 0 && (bth[8] & 0x7f) == 0,
+	      "BTH %02x %02x %02x%02x %02x%02x%02x%02x, rxe's "
+	      "%02x %02x %02x%02x %02x%02x%02x%02x", bth[0], bth[1], bth[2],
+	      bth[3], bth[4], bth[5], bth[6], bth[7], tbth[0], tbth[1],
+	      tbth[2], tbth[3], tbth[4], tbth[5], tbth[6], tbth[7]);
+	/* rxe sets AckReq on every last packet, UD too; no UD responder
+	 * acknowledges, whatever the bit says: either is right.
+	 */
+	if ((bth[8] ^ tbth[8]) & 0x80)
+		printf("# %s: BTH AckReq %u, rxe's %u\n",
+		       cm_attr_name(cm_mad_attr_id(ours->f + MAD_OFF)),
+		       bth[8] >> 7, tbth[8] >> 7);
+	CHECK(be32_at(bth + 12) == GSI_QKEY && be32_at(bth + 16) == 1,
+	      "DETH Q_Key %#x source QP %#x", be32_at(bth + 12),
+	      be32_at(bth + 16));
+	CHECK(memcmp(ours->f + MAD_OFF, theirs->f + MAD_OFF, 8) == 0 &&
+	      memcmp(ours->f + MAD_OFF + 16, theirs->f + MAD_OFF + 16, 8) == 0,
+	      "MAD common header differs from rxe's");
+	CHECK(icrc_ok(ours->f), "ICRC");
+}
+
+/*
+ * @ours and @theirs, two MADs of one kind, are the same bytes - reserved
+ * fields, private data and all - but for the transaction ID unless
+ * @same_tid, and the @n bytes at MAD data offset @off.
+ */
+static void
+mad_same_but(const struct eth_frame *ours, const struct eth_frame *theirs,
+	     int same_tid, uint32_t off, uint32_t n)
+{
+	uint8_t a[CM_MAD_LEN], b[CM_MAD_LEN];
+	uint32_t i;
+
+	memcpy(a, ours->f + MAD_OFF, CM_MAD_LEN);
+	memcpy(b, theirs->f + MAD_OFF, CM_MAD_LEN);
+	if (!same_tid) {
+		memset(a + 8, 0, 8);
+		memset(b + 8, 0, 8);
+	}
+	memset(a + CM_MAD_HDR_LEN + off, 0, n);
+	memset(b + CM_MAD_HDR_LEN + off, 0, n);
+	for (i = 0; i < CM_MAD_LEN && a[i] == b[i]; i++)
+		;
+	CHECK(i == CM_MAD_LEN, "%s: byte %u of the MAD is %#x, rxe's %#x",
+	      cm_attr_name(cm_mad_attr_id(a)), i, a[i], b[i]);
+}
+
+static struct sockaddr_in
+ipv4(const char *ip, uint16_t port)
+{
+	struct sockaddr_in s = { .sin_family = AF_INET,
+				 .sin_port = htons(port) };
+
+	CHECK(inet_pton(AF_INET, ip, &s.sin_addr) == 1, "%s", ip);
+	return s;
+}
+
+static void
+is_addr(const struct sockaddr *sa, const char *ip, uint16_t port,
+	const char *what)
+{
+	const struct sockaddr_in *s = (const struct sockaddr_in *)sa;
+	char buf[INET_ADDRSTRLEN] = "?";
+
+	CHECK(sa->sa_family == AF_INET, "%s: family %d", what, sa->sa_family);
+	inet_ntop(AF_INET, &s->sin_addr, buf, sizeof(buf));
+	CHECK(strcmp(buf, ip) == 0 && ntohs(s->sin_port) == port,
+	      "%s: %s:%u, want %s:%u", what, buf, ntohs(s->sin_port), ip, port);
+}
+
+static void
+qp_query(struct ibv_qp *qp, struct ibv_qp_attr *a)
+{
+	struct ibv_qp_init_attr ia;
+
+	CHECK(ibv_query_qp(qp, a, IBV_QP_STATE | IBV_QP_PATH_MTU |
+			   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_SQ_PSN |
+			   IBV_QP_MAX_DEST_RD_ATOMIC |
+			   IBV_QP_MAX_QP_RD_ATOMIC | IBV_QP_RETRY_CNT |
+			   IBV_QP_RNR_RETRY, &ia) == 0,
+	      "query_qp: errno %d", errno);
+}
+
+static void
+inject(const struct eth_frame *m)
+{
+	struct pair p = { .ctx = C.listen->verbs, .cq = { C.acq, C.acq } };
+
+	inject_sync(&p, m->f, m->len);
+}
+
+/*
+ * The vector is what README.md says: frames 1-3 REQ, REP, RTU, then DREQ
+ * and DREP; our codec reads rxe's REQ as IBA Table 99 lays it out; rxe's
+ * REP answers the REQ with its TID (ib_cm: a response keeps the
+ * request's TID); and ib_icrc computes the ICRC rxe put in each frame, so
+ * patched frames carry the one rxe would.
+ */
+static void
+rxe_vectors_as_linux_sent_them(void)
+{
+	const char *dir = getenv("DPIB_SHARED");
+	char path[4096];
+	struct cm_req q;
+	struct cm_rep p;
+	struct cm_dreq dq;
+
+	CHECK(dir != NULL, "DPIB_SHARED is not set (meson test sets it)");
+	snprintf(path, sizeof(path), "%s/vectors/rxe/rdma_cm.pcap", dir);
+	CHECK(vector_mad(path, CM_ATTR_REQ, &R.req) == 1, "REQ not frame 1");
+	CHECK(vector_mad(path, CM_ATTR_REP, &R.rep) == 2, "REP not frame 2");
+	CHECK(vector_mad(path, CM_ATTR_RTU, &R.rtu) == 3, "RTU not frame 3");
+	vector_mad(path, CM_ATTR_DREQ, &R.dreq);
+	vector_mad(path, CM_ATTR_DREP, &R.drep);
+	vector_frame(path, 4, &R.send);
+	vector_frame(path, 9, &R.ack);
+	CHECK(R.send.f[BTH_OFF] == 0x04 && R.send.len == 74 &&
+	      R.ack.f[BTH_OFF] == IB_RC_ACKNOWLEDGE,
+	      "frames 4 and 9: SEND ONLY of 16 bytes, ACKNOWLEDGE");
+	CHECK(icrc_ok(R.req.f) && icrc_ok(R.rep.f) && icrc_ok(R.rtu.f) &&
+	      icrc_ok(R.dreq.f) && icrc_ok(R.drep.f),
+	      "ib_icrc disagrees with rxe's ICRC");
+	cm_req_unpack(R.req.f + MAD_OFF, &q);
+	CHECK(q.local_comm_id == RXE_REQ_ID && q.local_qpn == RXE_PEER_QPN &&
+	      q.service_id == ((uint64_t)RDMA_PS_TCP << 16 | RXE_PORT) &&
+	      q.path_mtu == IBV_MTU_1024 && q.starting_psn == 0x618b54,
+	      "REQ: comm ID %#x QPN %#x service %#" PRIx64 " MTU %u PSN %#x",
+	      q.local_comm_id, q.local_qpn, q.service_id, q.path_mtu,
+	      q.starting_psn);
+	/* Linux's RoCE flow label: source port * 31 + destination port */
+	CHECK(q.primary.flow_label == ((RXE_PEER_PORT * 31u + RXE_PORT) &
+				       0xfffff) &&
+	      q.primary.local_ack_timeout == 19 && q.primary.hop_limit == 64,
+	      "REQ path: flow label %#x ACK timeout %u hop limit %u",
+	      q.primary.flow_label, q.primary.local_ack_timeout,
+	      q.primary.hop_limit);
+	cm_rep_unpack(R.rep.f + MAD_OFF, &p);
+	CHECK(p.local_comm_id == RXE_REP_ID && p.remote_comm_id == RXE_REQ_ID,
+	      "REP: comm IDs %#x %#x", p.local_comm_id, p.remote_comm_id);
+	CHECK(cm_mad_tid(R.rep.f + MAD_OFF) == cm_mad_tid(R.req.f + MAD_OFF),
+	      "rxe's REP TID %#" PRIx64 ", its REQ's %#" PRIx64,
+	      cm_mad_tid(R.rep.f + MAD_OFF), cm_mad_tid(R.req.f + MAD_OFF));
+	/* frame 4: the active side's first SEND; frame 9 ACKs the passive
+	 * side's second request (a READ from the REQ's PSN, then a SEND)
+	 */
+	CHECK(be24_at(R.send.f + BTH_OFF + 9) == p.starting_psn &&
+	      be24_at(R.ack.f + BTH_OFF + 9) == q.starting_psn + 1,
+	      "rxe's active side sends from the REP's PSN %#x (frame 4: %#x), "
+	      "its passive side from the REQ's %#x (frame 9 ACKs %#x)",
+	      p.starting_psn, be24_at(R.send.f + BTH_OFF + 9),
+	      q.starting_psn, be24_at(R.ack.f + BTH_OFF + 9));
+	cm_dreq_unpack(R.dreq.f + MAD_OFF, &dq);
+	CHECK(dq.local_comm_id == RXE_REQ_ID && dq.remote_comm_id == RXE_REP_ID
+	      && dq.remote_qpn == RXE_PEER_QPN, "DREQ from the active side");
+	printf("# rxe: REQ/REP/RTU TID %#" PRIx64 ", DREQ/DREP %#" PRIx64 "\n",
+	       cm_mad_tid(R.req.f + MAD_OFF), cm_mad_tid(R.dreq.f + MAD_OFF));
+}
+
+/*
+ * A listener on 10.77.0.2:7174; an ARP request from 10.77.0.3 for
+ * 10.77.0.2 makes the device learn the peer (a request for our address
+ * adds its sender, RFC 826) and answer it.
+ */
+static void
+rxe_peer_learned_from_its_arp_request(void)
+{
+	struct sockaddr_in s = ipv4(RXE_ME, RXE_PORT);
+	uint8_t arp[60] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+	union ibv_gid g = { .raw = { [10] = 0xff, [11] = 0xff } };
+	struct pair p;
+	uint8_t mac[6];
+	uint64_t replies;
+	double end;
+
+	R.drops = cm_drops();
+	channels_open();
+	CHECK(rdma_create_id(C.pch, &C.listen, &C, RDMA_PS_TCP) == 0,
+	      "listener id: errno %d", errno);
+	CHECK(rdma_bind_addr(C.listen, (struct sockaddr *)&s) == 0,
+	      "bind " RXE_ME ":%u: errno %d (DPIB_CONF rxe_peer.conf?)",
+	      RXE_PORT, errno);
+	CHECK(rdma_listen(C.listen, 4) == 0, "listen: errno %d", errno);
+	memory_open(C.listen->verbs);
+	p = (struct pair){ .ctx = C.listen->verbs, .cq = { C.acq, C.acq } };
+	memcpy(arp + 6, rxe_peer_mac, 6);
+	arp[12] = 0x08;
+	arp[13] = 0x06;
+	arp[15] = 1;			/* Ethernet */
+	arp[16] = 0x08;			/* IPv4 */
+	arp[18] = 6;
+	arp[19] = 4;
+	arp[21] = 1;			/* request */
+	memcpy(arp + 22, rxe_peer_mac, 6);
+	inet_pton(AF_INET, RXE_PEER, arp + 28);
+	inet_pton(AF_INET, RXE_ME, arp + 38);
+	replies = dev_counter(p.ctx, "arp_reply_sent");
+	inject_sync(&p, arp, sizeof(arp));
+	inet_pton(AF_INET, RXE_PEER, &g.raw[12]);
+	end = check_now() + EV_WAIT;
+	while (dpib_neigh_resolve(p.ctx, &g, mac) != 0) {
+		CHECK(errno == EAGAIN && check_now() < end,
+		      RXE_PEER " not learned: errno %d", errno);
+		usleep(10000);
+	}
+	CHECK(memcmp(mac, rxe_peer_mac, 6) == 0, "learned the wrong MAC");
+	CHECK(dev_counter(p.ctx, "arp_reply_sent") == replies + 1,
+	      "the request was not answered");
+}
+
+/*
+ * rxe's REQ, as captured: CONNECT_REQUEST on a new id carrying what the
+ * REQ says (ib_cm's cm_format_req_event, rdma_cm's cma_req_handler): the
+ * peer's address and port from RDMA-CM's header, ours and the service's
+ * port, the peer's resources seen from here (its initiator depth is the
+ * responder resources asked of us, and the other way round), its QPN,
+ * retry counts, and the REQ's private data after the 36-byte header.
+ */
+static void
+rxe_req_gives_connect_request_with_its_fields(void)
+{
+	struct rdma_cm_event *ev;
+	struct cm_req q;
+
+	cm_req_unpack(R.req.f + MAD_OFF, &q);
+	inject(&R.req);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	CHECK(ev->listen_id == C.listen, "listen_id");
+	C.pas = ev->id;
+	CHECK(C.pas != NULL && C.pas != C.listen, "a new id for the request");
+	is_addr(rdma_get_peer_addr(C.pas), RXE_PEER, RXE_PEER_PORT, "peer");
+	is_addr(rdma_get_local_addr(C.pas), RXE_ME, RXE_PORT, "local");
+	CHECK(rdma_get_src_port(C.pas) == htons(RXE_PORT) &&
+	      rdma_get_dst_port(C.pas) == htons(RXE_PEER_PORT), "ports");
+	CHECK(ev->param.conn.responder_resources == q.initiator_depth &&
+	      ev->param.conn.initiator_depth == q.responder_resources,
+	      "resources %u/%u, want the REQ's swapped %u/%u",
+	      ev->param.conn.responder_resources,
+	      ev->param.conn.initiator_depth, q.initiator_depth,
+	      q.responder_resources);
+	CHECK(ev->param.conn.qp_num == RXE_PEER_QPN, "qp_num %#x",
+	      ev->param.conn.qp_num);
+	CHECK(ev->param.conn.retry_count == q.retry_count &&
+	      ev->param.conn.rnr_retry_count == q.rnr_retry_count,
+	      "retry %u rnr %u, REQ %u %u", ev->param.conn.retry_count,
+	      ev->param.conn.rnr_retry_count, q.retry_count, q.rnr_retry_count);
+	CHECK(ev->param.conn.flow_control == q.end_to_end_flow_control &&
+	      ev->param.conn.srq == q.srq, "flow control %u srq %u",
+	      ev->param.conn.flow_control, ev->param.conn.srq);
+	CHECK(ev->param.conn.private_data != NULL &&
+	      ev->param.conn.private_data_len == CM_REQ_PDATA - CM_IP_HDR_LEN,
+	      "private data: %u bytes", ev->param.conn.private_data_len);
+	CHECK(memcmp(ev->param.conn.private_data, q.private_data + CM_IP_HDR_LEN,
+		     CM_REQ_PDATA - CM_IP_HDR_LEN) == 0, "private data differs");
+	ack(ev);
+}
+
+/* One line of a dpib/rxe table; 1 for a difference that should not be. */
+static int
+row(const char *field, uint64_t ours, uint64_t theirs, int may_differ)
+{
+	int same = ours == theirs;
+
+	printf("# | %-34s | %#18" PRIx64 " | %#18" PRIx64 " | %s |\n", field,
+	       ours, theirs, same ? "same" : may_differ ?
+	       "differs (allowed)" : "DIFFERS");
+	return !same && !may_differ;
+}
+
+static int
+row_gid(const char *field, const uint8_t *ours, const uint8_t *theirs)
+{
+	char a[INET6_ADDRSTRLEN], b[INET6_ADDRSTRLEN];
+	int same = memcmp(ours, theirs, 16) == 0;
+
+	inet_ntop(AF_INET6, ours, a, sizeof(a));
+	inet_ntop(AF_INET6, theirs, b, sizeof(b));
+	printf("# | %-34s | %18s | %18s | %s |\n", field, a, b,
+	       same ? "same" : "DIFFERS");
+	return !same;
+}
+
+static int
+rows_mad_hdr(const uint8_t *ours, const uint8_t *theirs, int tid_differs)
+{
+	struct cm_mad_hdr a, b;
+	int bad = 0;
+
+	CHECK(cm_mad_hdr_unpack(ours, CM_MAD_LEN, &a) == 0, "dpib's header");
+	CHECK(cm_mad_hdr_unpack(theirs, CM_MAD_LEN, &b) == 0, "rxe's header");
+	bad += row("base version", a.base_version, b.base_version, 0);
+	bad += row("management class", a.mgmt_class, b.mgmt_class, 0);
+	bad += row("class version", a.class_version, b.class_version, 0);
+	bad += row("method", a.method, b.method, 0);
+	bad += row("status", a.status, b.status, 0);
+	bad += row("class specific", a.class_specific, b.class_specific, 0);
+	bad += row("transaction ID", a.tid, b.tid, tid_differs);
+	bad += row("attribute ID", a.attr_id, b.attr_id, 0);
+	bad += row("attribute modifier", a.attr_mod, b.attr_mod, 0);
+	return bad;
+}
+
+static int
+rows_path(const char *alt, const struct cm_req_path *a,
+	  const struct cm_req_path *b, int primary)
+{
+	char n[64];
+	int bad = 0;
+
+#define PATH_ROW(f, d) (snprintf(n, sizeof(n), "%s " #f, alt), \
+			bad += row(n, a->f, b->f, d))
+	PATH_ROW(local_lid, 0);
+	PATH_ROW(remote_lid, 0);
+	if (primary) {
+		/* the two REQs went opposite ways */
+		bad += row_gid("primary local GID / rxe's remote",
+			       a->local_gid, b->remote_gid);
+		bad += row_gid("primary remote GID / rxe's local",
+			       a->remote_gid, b->local_gid);
+	} else {
+		bad += row_gid("alternate local GID", a->local_gid,
+			       b->local_gid);
+		bad += row_gid("alternate remote GID", a->remote_gid,
+			       b->remote_gid);
+	}
+	PATH_ROW(flow_label, primary);
+	PATH_ROW(packet_rate, primary);
+	PATH_ROW(traffic_class, 0);
+	PATH_ROW(hop_limit, 0);
+	PATH_ROW(sl, 0);
+	PATH_ROW(subnet_local, 0);
+	PATH_ROW(local_ack_timeout, primary);
+#undef PATH_ROW
+	return bad;
+}
+
+/*
+ * dpib's REQ (to 10.77.0.3) and rxe's (frame 1, to 10.77.0.2), field by
+ * field of IBA Table 99; the number that differ where they should agree.
+ */
+static int
+req_table(void)
+{
+	const uint8_t *a = R.our_req.f + MAD_OFF, *b = R.req.f + MAD_OFF;
+	struct cm_req q, r;
+	int bad = 0;
+
+	cm_req_unpack(a, &q);
+	cm_req_unpack(b, &r);
+	printf("# | REQ field                          |               dpib |"
+	       "                rxe |\n");
+	bad += rows_mad_hdr(a, b, 1);
+#define REQ_ROW(f, d) (bad += row(#f, q.f, r.f, d))
+	REQ_ROW(local_comm_id, 1);
+	REQ_ROW(service_id, 0);
+	REQ_ROW(local_ca_guid, 1);
+	REQ_ROW(local_qkey, 0);
+	REQ_ROW(local_qpn, 1);
+	REQ_ROW(responder_resources, 0);
+	REQ_ROW(local_eecn, 0);
+	REQ_ROW(initiator_depth, 0);
+	REQ_ROW(remote_eecn, 0);
+	REQ_ROW(remote_cm_response_timeout, 1);
+	REQ_ROW(transport_service_type, 0);
+	REQ_ROW(end_to_end_flow_control, 0);
+	REQ_ROW(starting_psn, 1);
+	REQ_ROW(local_cm_response_timeout, 1);
+	REQ_ROW(retry_count, 0);
+	REQ_ROW(partition_key, 0);
+	REQ_ROW(path_mtu, 0);
+	REQ_ROW(rdc_exists, 0);
+	REQ_ROW(rnr_retry_count, 0);
+	REQ_ROW(max_cm_retries, 0);
+	REQ_ROW(srq, 0);
+	REQ_ROW(extended_transport_type, 0);
+#undef REQ_ROW
+	bad += rows_path("primary", &q.primary, &r.primary, 1);
+	bad += rows_path("alternate", &q.alternate, &r.alternate, 0);
+	/* RDMA-CM's header: version, IP version, port, both addresses */
+	bad += row("pdata: CM version", q.private_data[0], r.private_data[0],
+		   0);
+	bad += row("pdata: IP version", q.private_data[1] >> 4,
+		   r.private_data[1] >> 4, 0);
+	bad += row("pdata: source port",
+		   (uint64_t)(q.private_data[2] << 8 | q.private_data[3]),
+		   (uint64_t)(r.private_data[2] << 8 | r.private_data[3]), 1);
+	bad += row("pdata: source IP / rxe's dest",
+		   be32_at(q.private_data + 16), be32_at(r.private_data + 32),
+		   0);
+	bad += row("pdata: dest IP / rxe's source",
+		   be32_at(q.private_data + 32), be32_at(r.private_data + 16),
+		   0);
+	bad += row("pdata: consumer bytes equal",
+		   memcmp(q.private_data + CM_IP_HDR_LEN,
+			  r.private_data + CM_IP_HDR_LEN,
+			  CM_REQ_PDATA - CM_IP_HDR_LEN) == 0, 1, 0);
+	return bad;
+}
+
+/*
+ * dpib's REP and rxe's, both answering frame 1, field by field of IBA
+ * Table 104; the number that differ where they should agree. The target
+ * ACK delay is each CA's own (rxe's local_ca_ack_delay is 15): it is
+ * judged against dpib's device in rxe_rep_fields_as_rxe.
+ */
+static int
+rep_table(void)
+{
+	const uint8_t *a = R.our_rep.f + MAD_OFF, *b = R.rep.f + MAD_OFF;
+	struct cm_rep q, r;
+	int bad = 0;
+
+	cm_rep_unpack(a, &q);
+	cm_rep_unpack(b, &r);
+	printf("# | REP field                          |               dpib |"
+	       "                rxe |\n");
+	bad += rows_mad_hdr(a, b, 0);
+#define REP_ROW(f, d) (bad += row(#f, q.f, r.f, d))
+	REP_ROW(local_comm_id, 1);
+	REP_ROW(remote_comm_id, 0);
+	REP_ROW(local_qkey, 0);
+	REP_ROW(local_qpn, 1);
+	REP_ROW(local_eecn, 0);
+	REP_ROW(starting_psn, 1);
+	REP_ROW(responder_resources, 0);
+	REP_ROW(initiator_depth, 0);
+	REP_ROW(target_ack_delay, 1);
+	REP_ROW(failover_accepted, 0);
+	REP_ROW(end_to_end_flow_control, 0);
+	REP_ROW(rnr_retry_count, 0);
+	REP_ROW(srq, 0);
+	REP_ROW(local_ca_guid, 1);
+#undef REP_ROW
+	bad += row("private data equal", memcmp(q.private_data,
+		   r.private_data, CM_REP_PDATA) == 0, 1, 0);
+	printf("# REP target ACK delay: dpib %u (its device's "
+	       "local_ca_ack_delay %u), rxe %u (rxe's is 15)\n",
+	       q.target_ack_delay, R.ack_delay, r.target_ack_delay);
+	return bad;
+}
+
+
+/*
+ * rdma_accept with librdmacm's defaults (as the capture's server): the
+ * REP answers the REQ - remote comm ID the REQ's local one, the REQ's TID,
+ * our QP - and the QP is connected as the REQ asked: to QPN 0x4b at path
+ * MTU 1024, with its retry counts and resources. Its PSNs are judged at
+ * the end (struct psn_use), the REP's fields too (the table here).
+ */
+static void
+rxe_accept_sends_rep_answering_req(void)
+{
+	struct ibv_device_attr da;
+	struct ibv_qp_attr a;
+	struct cm_req q;
+	struct cm_rep p;
+
+	cm_req_unpack(R.req.f + MAD_OFF, &q);
+	CHECK(ibv_query_device(C.pas->verbs, &da) == 0, "query_device");
+	R.ack_delay = da.local_ca_ack_delay;
+	qp_on(C.pas, NULL);
+	CHECK(rdma_accept(C.pas, NULL) == 0, "rdma_accept: errno %d", errno);
+	sent_mad(CM_ATTR_REP, &R.our_rep);
+	envelope_as_rxe(&R.our_rep, &R.rep);
+	cm_rep_unpack(R.our_rep.f + MAD_OFF, &p);
+	CHECK(p.remote_comm_id == RXE_REQ_ID, "remote comm ID %#x",
+	      p.remote_comm_id);
+	CHECK(p.local_comm_id != 0 && p.local_comm_id != RXE_REQ_ID,
+	      "local comm ID %#x", p.local_comm_id);
+	CHECK(cm_mad_tid(R.our_rep.f + MAD_OFF) ==
+	      cm_mad_tid(R.req.f + MAD_OFF), "TID %#" PRIx64 ", the REQ's %#"
+	      PRIx64, cm_mad_tid(R.our_rep.f + MAD_OFF),
+	      cm_mad_tid(R.req.f + MAD_OFF));
+	CHECK(p.local_qpn == C.pas->qp->qp_num, "QPN %#x, ours %#x",
+	      p.local_qpn, C.pas->qp->qp_num);
+	qp_query(C.pas->qp, &a);
+	CHECK(a.qp_state == IBV_QPS_RTS, "QP state %d", a.qp_state);
+	CHECK(a.dest_qp_num == RXE_PEER_QPN && a.path_mtu == IBV_MTU_1024,
+	      "QP to %#x MTU %d", a.dest_qp_num, a.path_mtu);
+	R.pas = (struct psn_use){ .want_sq = q.starting_psn,
+				  .want_rq = p.starting_psn,
+				  .sq_psn = a.sq_psn, .rq_psn = a.rq_psn };
+	CHECK(a.retry_cnt == q.retry_count && a.rnr_retry == q.rnr_retry_count,
+	      "QP retry %u rnr %u, the REQ's %u %u", a.retry_cnt, a.rnr_retry,
+	      q.retry_count, q.rnr_retry_count);
+	CHECK(a.max_dest_rd_atomic == p.responder_resources &&
+	      a.max_rd_atomic == p.initiator_depth, "QP rd_atomic %u/%u",
+	      a.max_dest_rd_atomic, a.max_rd_atomic);
+	R.rep_bad = rep_table();
+	quiet(C.pch, 0);
+}
+
+/* The number of RC SEND ONLY frames to the peer's QP in dpib's capture;
+ * the PSN of the @nth (from 1) in *@psn.
+ */
+static int
+sends_to_peer(int nth, uint32_t *psn)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+	int n = 0;
+
+	CHECK(pcap_open(&pf, capture) == 0, "open %s", capture);
+	while (pcap_next(&pf, &d, &len) == 1) {
+		const uint8_t *bth = d + BTH_OFF;
+
+		if (len < BTH_OFF + 12 + 4 || d[12] != 0x08 ||
+		    d[13] != 0 || d[14 + 9] != IPPROTO_UDP || bth[0] != 0x04 ||
+		    be24_at(bth + 5) != RXE_PEER_QPN)
+			continue;
+		if (++n == nth)
+			*psn = be24_at(bth + 9);
+	}
+	pcap_close(&pf);
+	return n;
+}
+
+/* A completion on @cq within @secs, or 0. */
+static int
+completes(struct ibv_cq *cq, double secs, struct ibv_wc *wc)
+{
+	double end = check_now() + secs;
+	int n;
+
+	while ((n = ibv_poll_cq(cq, 1, wc)) == 0 && check_now() < end)
+		usleep(1000);
+	CHECK(n >= 0, "poll_cq");
+	return n;
+}
+
+/*
+ * A SEND each way on @id's connected QP, as the Linux peer makes them:
+ * rxe's first SEND (frame 4, 16 bytes) sent from u->want_rq, the PSN
+ * Linux's side starts from; then ours of 16 bytes, which rxe's ACK
+ * (frame 9, MSN 1) acknowledges at the PSN it left with. What happens
+ * goes into @u, judged in rxe_each_side_sends_from_the_psn_its_peer_stated.
+ */
+static void
+send_exchange(struct rdma_cm_id *id, struct psn_use *u)
+{
+	struct ibv_sge r = { .addr = (uintptr_t)C.buf, .length = 1024,
+			     .lkey = C.mr->lkey };
+	struct ibv_sge s = { .addr = (uintptr_t)C.buf + 2048, .length = 16,
+			     .lkey = C.mr->lkey };
+	struct ibv_recv_wr rw = { .sg_list = &r, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr sw = { .sg_list = &s, .num_sge = 1,
+				  .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *sbad;
+	uint8_t *bth;
+	struct eth_frame m = R.send;
+	struct ibv_wc wc;
+	double end;
+	int n0;
+
+	CHECK(ibv_post_recv(id->qp, &rw, &rbad) == 0, "post_recv");
+	bth = m.f + BTH_OFF;
+	be24_put(bth + 5, id->qp->qp_num);
+	be24_put(bth + 9, u->want_rq);
+	frame_seal(&m);
+	inject(&m);
+	u->received = completes(id->qp->recv_cq, 1.0, &wc) == 1 &&
+		      wc.status == IBV_WC_SUCCESS && wc.byte_len == 16 &&
+		      memcmp(C.buf, bth + 12, 16) == 0;
+	n0 = sends_to_peer(0, NULL);
+	fill_pattern(C.buf + 2048, 16, 9);
+	CHECK(ibv_post_send(id->qp, &sw, &sbad) == 0, "post_send");
+	end = check_now() + EV_WAIT;
+	while (sends_to_peer(n0 + 1, &u->sent_psn) <= n0) {
+		CHECK(check_now() < end, "our SEND did not leave");
+		usleep(10000);
+	}
+	m = R.ack;
+	bth = m.f + BTH_OFF;
+	be24_put(bth + 5, id->qp->qp_num);
+	be24_put(bth + 9, u->sent_psn);
+	be24_put(bth + 13, 1);		/* AETH MSN */
+	frame_seal(&m);
+	inject(&m);
+	u->acked = completes(id->qp->send_cq, 1.0, &wc) == 1 &&
+		   wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND;
+	printf("# QP %#x: sq_psn %#x rq_psn %#x (Linux's: %#x %#x); rxe's "
+	       "SEND from %#x %s; ours left from %#x, %s\n", id->qp->qp_num,
+	       u->sq_psn, u->rq_psn, u->want_sq, u->want_rq, u->want_rq,
+	       u->received ? "received" : "NOT received", u->sent_psn,
+	       u->acked ? "acknowledged" : "NOT completed");
+}
+
+/* Established as passive side: a SEND each way (judged at the end). */
+static void
+rxe_passive_exchanges_a_send(void)
+{
+	send_exchange(C.pas, &R.pas);
+	quiet(C.pch, 0);
+}
+
+/* rxe's RTU with our comm ID for its remote one: ESTABLISHED. */
+static void
+rxe_rtu_establishes_passive(void)
+{
+	struct eth_frame m = R.rtu;
+	struct rdma_cm_event *ev;
+	struct cm_rep p;
+
+	cm_rep_unpack(R.our_rep.f + MAD_OFF, &p);
+	be32_put(m.f + MAD_DATA + 4, p.local_comm_id);
+	frame_seal(&m);
+	inject(&m);
+	ev = expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	CHECK(ev->param.conn.qp_num == RXE_PEER_QPN, "qp_num %#x",
+	      ev->param.conn.qp_num);
+	ack(ev);
+	quiet(C.pch, QUIET_MS);
+}
+
+/*
+ * rxe's DREQ (its remote comm ID and QPN ours): DISCONNECTED; then
+ * rdma_disconnect sends the DREP, which is rxe's DREP (frame 29) byte
+ * for byte but for our comm ID: the DREQ's TID, its comm IDs swapped.
+ */
+static void
+rxe_dreq_disconnects_and_drep_answers(void)
+{
+	struct eth_frame m = R.dreq, drep;
+	struct rdma_cm_event *ev;
+	struct cm_drep d;
+	struct cm_rep p;
+
+	cm_rep_unpack(R.our_rep.f + MAD_OFF, &p);
+	be32_put(m.f + MAD_DATA + 4, p.local_comm_id);
+	m.f[MAD_DATA + 8] = (uint8_t)(C.pas->qp->qp_num >> 16);
+	m.f[MAD_DATA + 9] = (uint8_t)(C.pas->qp->qp_num >> 8);
+	m.f[MAD_DATA + 10] = (uint8_t)C.pas->qp->qp_num;
+	frame_seal(&m);
+	inject(&m);
+	ev = expect(C.pch, RDMA_CM_EVENT_DISCONNECTED, C.pas, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	CHECK(rdma_disconnect(C.pas) == 0, "disconnect: errno %d", errno);
+	sent_mad(CM_ATTR_DREP, &drep);
+	envelope_as_rxe(&drep, &R.drep);
+	cm_drep_unpack(drep.f + MAD_OFF, &d);
+	CHECK(d.local_comm_id == p.local_comm_id &&
+	      d.remote_comm_id == RXE_REQ_ID, "DREP comm IDs %#x %#x",
+	      d.local_comm_id, d.remote_comm_id);
+	CHECK(cm_mad_tid(drep.f + MAD_OFF) == cm_mad_tid(m.f + MAD_OFF),
+	      "DREP TID %#" PRIx64 ", the DREQ's %#" PRIx64,
+	      cm_mad_tid(drep.f + MAD_OFF), cm_mad_tid(m.f + MAD_OFF));
+	mad_same_but(&drep, &R.drep, 1, 0, 4);
+	quiet(C.pch, 50);
+}
+
+/*
+ * The other way: dpib at 10.77.0.2 connects to 10.77.0.3:7174 with what
+ * rxe's client asked (its REQ's resources and retry counts). Its REQ goes
+ * to the peer, asks for the service rxe's REQ asked for, from our QP.
+ */
+static void
+rxe_connect_sends_req_to_peer(void)
+{
+	struct sockaddr_in d = ipv4(RXE_PEER, RXE_PORT);
+	struct rdma_conn_param cp = { 0 };
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr a;
+	struct cm_req q, r;
+
+	cm_req_unpack(R.req.f + MAD_OFF, &r);
+	CHECK(rdma_create_id(C.ach, &C.act, NULL, RDMA_PS_TCP) == 0,
+	      "active id: errno %d", errno);
+	CHECK(rdma_resolve_addr(C.act, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_ADDR_RESOLVED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	CHECK(rdma_resolve_route(C.act, 2000) == 0, "resolve_route: errno %d",
+	      errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_ROUTE_RESOLVED, C.act, EV_WAIT);
+	ack(ev);
+	CHECK(C.act->verbs == C.listen->verbs, "another device");
+	is_addr(rdma_get_local_addr(C.act), RXE_ME,
+		ntohs(rdma_get_src_port(C.act)), "active local");
+	qp_on(C.act, C.acq);
+	cp.responder_resources = r.responder_resources;
+	cp.initiator_depth = r.initiator_depth;
+	cp.retry_count = r.retry_count;
+	cp.rnr_retry_count = r.rnr_retry_count;
+	CHECK(rdma_connect(C.act, &cp) == 0, "rdma_connect: errno %d", errno);
+	sent_mad(CM_ATTR_REQ, &R.our_req);
+	cm_req_unpack(R.our_req.f + MAD_OFF, &q);
+	R.act_id = q.local_comm_id;
+	R.act_tid = cm_mad_tid(R.our_req.f + MAD_OFF);
+	/* rxe's REQ went the other way: its envelope is mirrored */
+	CHECK(memcmp(R.our_req.f, rxe_peer_mac, 6) == 0, "destination MAC");
+	CHECK(be32_at(R.our_req.f + 14 + 16) == be32_at(R.req.f + 14 + 12) &&
+	      be32_at(R.our_req.f + 14 + 12) == be32_at(R.req.f + 14 + 16),
+	      "not from " RXE_ME " to " RXE_PEER);
+	CHECK(q.local_qpn == C.act->qp->qp_num, "QPN %#x, ours %#x",
+	      q.local_qpn, C.act->qp->qp_num);
+	CHECK(q.service_id == r.service_id, "service ID %#" PRIx64,
+	      q.service_id);
+	CHECK(be32_at(q.private_data) == (0x40u << 16 |
+					  ntohs(rdma_get_src_port(C.act))),
+	      "RDMA-CM header %08x, port %u", be32_at(q.private_data),
+	      ntohs(rdma_get_src_port(C.act)));
+	qp_query(C.act->qp, &a);
+	CHECK(a.qp_state == IBV_QPS_INIT, "QP state %d before the REP",
+	      a.qp_state);
+	R.req_bad = req_table();
+	quiet(C.ach, 0);
+}
+
+/*
+ * rxe's REP (from 10.77.0.3 now), answering our REQ: its remote comm ID
+ * our local one, our REQ's TID. ESTABLISHED with what the REP says (QPN
+ * 0x4b, resources seen from here, its 196 bytes of private data); the QP
+ * connected to it (its PSNs judged at the end); then the RTU, which is rxe's RTU (frame 3) byte for
+ * byte but for the comm IDs and the TID: ours, rxe's REP's, our REQ's.
+ */
+static void
+rxe_rep_establishes_active_and_rtu_answers(void)
+{
+	struct eth_frame m = R.rep, rtu;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr a;
+	struct cm_rep p;
+	struct cm_req q;
+	struct cm_rtu t;
+
+	cm_rep_unpack(R.rep.f + MAD_OFF, &p);
+	cm_req_unpack(R.our_req.f + MAD_OFF, &q);
+	frame_reverse(&m);
+	be32_put(m.f + MAD_DATA + 4, R.act_id);
+	tid_put(m.f + MAD_OFF, R.act_tid);
+	frame_seal(&m);
+	inject(&m);
+	ev = expect(C.ach, RDMA_CM_EVENT_ESTABLISHED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	CHECK(ev->param.conn.qp_num == RXE_PEER_QPN, "qp_num %#x",
+	      ev->param.conn.qp_num);
+	CHECK(ev->param.conn.responder_resources == p.initiator_depth &&
+	      ev->param.conn.initiator_depth == p.responder_resources,
+	      "resources %u/%u, want the REP's swapped",
+	      ev->param.conn.responder_resources,
+	      ev->param.conn.initiator_depth);
+	CHECK(ev->param.conn.rnr_retry_count == p.rnr_retry_count,
+	      "rnr %u", ev->param.conn.rnr_retry_count);
+	CHECK(ev->param.conn.private_data_len == CM_REP_PDATA &&
+	      memcmp(ev->param.conn.private_data, p.private_data,
+		     CM_REP_PDATA) == 0, "REP private data: %u bytes",
+	      ev->param.conn.private_data_len);
+	ack(ev);
+	qp_query(C.act->qp, &a);
+	CHECK(a.qp_state == IBV_QPS_RTS, "QP state %d", a.qp_state);
+	CHECK(a.dest_qp_num == RXE_PEER_QPN && a.path_mtu == IBV_MTU_1024,
+	      "QP to %#x MTU %d", a.dest_qp_num, a.path_mtu);
+	R.act = (struct psn_use){ .want_sq = p.starting_psn,
+				  .want_rq = q.starting_psn,
+				  .sq_psn = a.sq_psn, .rq_psn = a.rq_psn };
+	CHECK(a.rnr_retry == p.rnr_retry_count, "QP rnr %u, the REP's %u",
+	      a.rnr_retry, p.rnr_retry_count);
+	sent_mad(CM_ATTR_RTU, &rtu);
+	envelope_as_rxe(&rtu, &R.rtu);
+	cm_rtu_unpack(rtu.f + MAD_OFF, &t);
+	CHECK(t.local_comm_id == R.act_id && t.remote_comm_id == RXE_REP_ID,
+	      "RTU comm IDs %#x %#x", t.local_comm_id, t.remote_comm_id);
+	CHECK(cm_mad_tid(rtu.f + MAD_OFF) == R.act_tid,
+	      "RTU TID %#" PRIx64 ", our REQ's %#" PRIx64,
+	      cm_mad_tid(rtu.f + MAD_OFF), R.act_tid);
+	mad_same_but(&rtu, &R.rtu, 0, 0, 8);
+	quiet(C.ach, QUIET_MS);
+}
+
+/* Established as active side: a SEND each way (judged at the end). */
+static void
+rxe_active_exchanges_a_send(void)
+{
+	send_exchange(C.act, &R.act);
+	quiet(C.ach, 0);
+}
+
+/*
+ * rdma_disconnect: the DREQ names the connection (our comm ID, rxe's
+ * REP's) and the peer's QPN (IBA 12.6.10), and is rxe's DREQ (frame 28,
+ * also sent by the active side) but for the comm IDs and TID. rxe's
+ * DREP answering it (comm IDs and TID ours): DISCONNECTED, then
+ * TIMEWAIT_EXIT.
+ */
+static void
+rxe_disconnect_sends_dreq_and_drep_ends_it(void)
+{
+	struct eth_frame dreq, m = R.drep;
+	struct rdma_cm_event *ev;
+	struct cm_dreq d;
+
+	CHECK(rdma_disconnect(C.act) == 0, "disconnect: errno %d", errno);
+	sent_mad(CM_ATTR_DREQ, &dreq);
+	envelope_as_rxe(&dreq, &R.dreq);
+	cm_dreq_unpack(dreq.f + MAD_OFF, &d);
+	CHECK(d.local_comm_id == R.act_id && d.remote_comm_id == RXE_REP_ID &&
+	      d.remote_qpn == RXE_PEER_QPN, "DREQ %#x %#x QPN %#x",
+	      d.local_comm_id, d.remote_comm_id, d.remote_qpn);
+	mad_same_but(&dreq, &R.dreq, 0, 0, 8);
+	frame_reverse(&m);
+	be32_put(m.f + MAD_DATA + 4, R.act_id);
+	tid_put(m.f + MAD_OFF, cm_mad_tid(dreq.f + MAD_OFF));
+	frame_seal(&m);
+	inject(&m);
+	ev = expect(C.ach, RDMA_CM_EVENT_DISCONNECTED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d (the DREP not taken?)", ev->status);
+	ack(ev);
+	ev = expect(C.ach, RDMA_CM_EVENT_TIMEWAIT_EXIT, C.act, EV_WAIT);
+	ack(ev);
+}
+
+/*
+ * The passive id leaves time-wait too (after twice the REQ's local ACK
+ * timeout: 2 x 2.1 s); nothing the peer sent was dropped by the CM; then
+ * everything goes without an event.
+ */
+static void
+rxe_timewait_exit_and_nothing_dropped(void)
+{
+	struct rdma_cm_event *ev;
+
+	ev = expect(C.pch, RDMA_CM_EVENT_TIMEWAIT_EXIT, C.pas, 10.0);
+	ack(ev);
+	CHECK(cm_drops() == R.drops, "the CM dropped %" PRIu64 " MADs",
+	      cm_drops() - R.drops);
+	destroy_brings_no_event();
+}
+
+/*
+ * dpib's REQ against rxe's (frame 1) with the same parameters asked
+ * (table above): every field of IBA Table 99 agrees but those that name
+ * this connection (comm ID, GUID, QPN, PSN, TID, port) and those each CM
+ * chooses (CM response timeouts, local ACK timeout, flow label, packet
+ * rate).
+ */
+static void
+rxe_req_fields_as_rxe(void)
+{
+	CHECK(R.req_bad == 0, "%d REQ fields differ from rxe's where they "
+	      "should agree (DIFFERS in the table)", R.req_bad);
+}
+
+/*
+ * Each side sends from the starting PSN its peer stated and expects the
+ * one it stated itself, as Linux's ib_cm sets the QPs (struct psn_use):
+ * or a Linux peer's first packet and ours are both out of sequence.
+ */
+static void
+rxe_each_side_sends_from_the_psn_its_peer_stated(void)
+{
+	const struct psn_use *u[2] = { &R.pas, &R.act };
+	static const char *const side[2] = { "passive", "active" };
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		CHECK(u[i]->sq_psn == u[i]->want_sq &&
+		      u[i]->rq_psn == u[i]->want_rq,
+		      "%s QP: sq_psn %#x rq_psn %#x, want the peer's %s's %#x "
+		      "and our %s's %#x", side[i], u[i]->sq_psn, u[i]->rq_psn,
+		      i ? "REP" : "REQ", u[i]->want_sq, i ? "REQ" : "REP",
+		      u[i]->want_rq);
+		CHECK(u[i]->received, "%s: rxe's SEND from %#x (the PSN our "
+		      "%s stated) not received", side[i], u[i]->want_rq,
+		      i ? "REQ" : "REP");
+		CHECK(u[i]->sent_psn == u[i]->want_sq, "%s: our SEND left "
+		      "from %#x, not from the %s's %#x", side[i],
+		      u[i]->sent_psn, i ? "REP" : "REQ", u[i]->want_sq);
+		CHECK(u[i]->acked, "%s: our SEND not completed by rxe's ACK",
+		      side[i]);
+	}
+}
+
+/*
+ * dpib's REP against rxe's, both answering frame 1 (table above): every
+ * field of IBA Table 104 agrees but comm ID, QPN, PSN and GUID; the
+ * target ACK delay is the CA's own, the local_ca_ack_delay dpib's device
+ * reports (ib_cm's cm_format_rep states the device's; rxe's REP its 15).
+ */
+static void
+rxe_rep_fields_as_rxe(void)
+{
+	struct cm_rep q;
+
+	cm_rep_unpack(R.our_rep.f + MAD_OFF, &q);
+	CHECK(R.rep_bad == 0, "%d REP fields differ from rxe's where they "
+	      "should agree (DIFFERS in the table)", R.rep_bad);
+	CHECK(q.target_ack_delay == R.ack_delay, "REP target ACK delay %u, "
+	      "yet the device's local_ca_ack_delay is %u", q.target_ack_delay,
+	      R.ack_delay);
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static void
@@ -1056,7 +2214,7 @@ main(int argc, char **argv)
 {
 	const char *scenario = argc > 1 ? argv[1] : "connect";
 
-	if (strcmp(scenario, "forged") == 0) {
+	if (strcmp(scenario, "forged") == 0 || strcmp(scenario, "rxe") == 0) {
 		snprintf(capture, sizeof(capture), "/tmp/dpib-rdmacm-%d.pcap",
 			 (int)getpid());
 		setenv("DPIB_CAPTURE", capture, 1);
@@ -1086,9 +2244,25 @@ main(int argc, char **argv)
 		RUN(forged_wrong_remote_comm_id);
 		RUN(forged_lap_unsupported);
 		RUN(forged_connection_still_ends_cleanly);
+	} else if (strcmp(scenario, "rxe") == 0) {
+		RUN(rxe_vectors_as_linux_sent_them);
+		RUN(rxe_peer_learned_from_its_arp_request);
+		RUN(rxe_req_gives_connect_request_with_its_fields);
+		RUN(rxe_accept_sends_rep_answering_req);
+		RUN(rxe_rtu_establishes_passive);
+		RUN(rxe_passive_exchanges_a_send);
+		RUN(rxe_dreq_disconnects_and_drep_answers);
+		RUN(rxe_connect_sends_req_to_peer);
+		RUN(rxe_rep_establishes_active_and_rtu_answers);
+		RUN(rxe_active_exchanges_a_send);
+		RUN(rxe_disconnect_sends_dreq_and_drep_ends_it);
+		RUN(rxe_timewait_exit_and_nothing_dropped);
+		RUN(rxe_req_fields_as_rxe);
+		RUN(rxe_each_side_sends_from_the_psn_its_peer_stated);
+		RUN(rxe_rep_fields_as_rxe);
 	} else {
 		fprintf(stderr, "usage: %s connect|lost|reject|unreachable|"
-			"forged\n", argv[0]);
+			"forged|rxe\n", argv[0]);
 		return 2;
 	}
 	CHECK_DONE();

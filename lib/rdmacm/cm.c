@@ -32,6 +32,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -116,6 +117,20 @@ cm_response_timeout(void)
 			t = 18;
 	}
 	return (uint8_t)t;
+}
+
+/*
+ * Starting PSNs and the first comm ID are drawn at random, as Linux does:
+ * a stale packet or MAD from an earlier connection then rarely matches.
+ */
+uint32_t
+cm_random(void)
+{
+	uint32_t v;
+
+	if (getrandom(&v, sizeof(v), 0) != sizeof(v))
+		v = (uint32_t)cm_now() * 2654435761u;
+	return v;
 }
 
 void
@@ -250,12 +265,16 @@ gsi_up(struct cma_dev *d)
 static void
 dev_query(struct cma_dev *d)
 {
+	struct ibv_device_attr da;
 	struct ibv_port_attr pa;
 	union ibv_gid gid;
 	int i, len = CMA_MAX_GID;
 
 	d->guid = ibv_get_device_guid(d->verbs->device);
 	d->mtu = IBV_MTU_1024;
+	/* The REP states it as its target ACK delay (IBA 12.7.33). */
+	if (ibv_query_device(d->verbs, &da) == 0)
+		d->ack_delay = da.local_ca_ack_delay;
 	if (ibv_query_port(d->verbs, 1, &pa) == 0) {
 		d->mtu = pa.active_mtu;
 		if (pa.gid_tbl_len < len)
@@ -388,7 +407,7 @@ cm_start(void)
 		cma.ndev = k + 1;
 	}
 	ibv_free_device_list(list);
-	cma.next_comm_id = (uint32_t)cm_now() * 2654435761u;
+	cma.next_comm_id = cm_random();
 	cma.next_port = (uint16_t)(32768 + (cm_now() / 1000) % 28000);
 	err = pthread_create(&cma.worker, NULL, worker, NULL);
 	if (err)
@@ -606,7 +625,7 @@ cm_send_req(struct cma_id *c, const struct rdma_conn_param *p)
 	c->local_id = new_comm_id();
 	c->tid = new_tid();
 	c->cm_timeout = t;	/* the passive side's, for DREQ retries */
-	c->local_psn = (uint32_t)random() & 0xffffff;
+	c->local_psn = cm_random() & 0xffffff;
 	c->service_id = service_id(c);
 	c->resp_res = p->responder_resources;
 	c->init_depth = p->initiator_depth;
@@ -661,7 +680,7 @@ cm_send_rep(struct cma_id *c, const struct rdma_conn_param *p)
 	m.starting_psn = c->local_psn;
 	m.responder_resources = c->resp_res;
 	m.initiator_depth = c->init_depth;
-	m.target_ack_delay = 0;
+	m.target_ack_delay = c->dev->ack_delay;
 	m.failover_accepted = 0;
 	m.end_to_end_flow_control = !!p->flow_control;
 	m.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
@@ -848,7 +867,10 @@ cm_init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 			return EINVAL;
 		a->path_mtu = c->mtu;
 		a->dest_qp_num = c->remote_qpn;
-		a->rq_psn = c->remote_psn;
+		/* A starting PSN is where its receiver is to start sending
+		 * (IBA 12.7.29): ours, in our REQ or REP, is what we expect.
+		 */
+		a->rq_psn = c->local_psn;
 		a->max_dest_rd_atomic = c->resp_res;
 		/* 0.64 ms, as perftest and ibv_rc_pingpong set it. Linux's
 		 * ib_cm sets 0 (655 ms), which a software HCA that meets an
@@ -874,7 +896,7 @@ cm_init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask)
 		return 0;
 	case IBV_QPS_RTS:
 		*mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-		a->sq_psn = c->local_psn;
+		a->sq_psn = c->ud ? c->local_psn : c->remote_psn;
 		if (c->ud)
 			return 0;
 		a->timeout = c->local_ack_timeout;

@@ -1000,7 +1000,7 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 
 		p.responder_resources = c->resp_res;
 		p.initiator_depth = c->init_depth;
-		p.rnr_retry_count = c->rnr_retry;
+		p.rnr_retry_count = 7;
 		if (ibv_query_device(c->id.verbs, &da) == 0) {
 			if (p.responder_resources > da.max_qp_rd_atom)
 				p.responder_resources = (uint8_t)da.max_qp_rd_atom;
@@ -1013,7 +1013,7 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	if (!err) {
 		c->resp_res = p.responder_resources;
 		c->init_depth = p.initiator_depth;
-		c->local_psn = (uint32_t)random() & 0xffffff;
+		c->local_psn = cm_random() & 0xffffff;
 		if (c->id.qp != NULL) {
 			/* our RNR retries are the peer's to state (REQ) */
 			err = cm_qp_rtr_rts(c);

@@ -51,6 +51,7 @@ struct cma_dev {
 	uint8_t *rbuf;
 	uint64_t guid;			/* network order, as on the wire */
 	enum ibv_mtu mtu;		/* the port's active MTU */
+	uint8_t ack_delay;		/* local_ca_ack_delay */
 	int ngid;
 	union ibv_gid gid[CMA_MAX_GID];
 	uint32_t sends;			/* posted on QP 1, not yet polled */
@@ -206,6 +207,7 @@ struct cma_dev *cm_dev_for_dst(const struct sockaddr *dst, int *gid_index);
 void cm_gid_of(const struct sockaddr *sa, union ibv_gid *gid);
 void cm_kick(void);
 uint64_t cm_now(void);
+uint32_t cm_random(void);
 void cm_timer(struct cma_id *c, uint64_t deadline);
 
 /* cm.c: the protocol, called with cma.lock held */
