@@ -986,6 +986,37 @@ drop(int why, const char *what)
 	CM_LOG("dropped %s", what);
 }
 
+/* The event's private data: its own copy of the message's @len bytes
+ * (IB messages have no length: the whole field, as Linux reports it).
+ */
+static void
+event_pdata(struct cma_event *e, const uint8_t *p, uint8_t len, int ud)
+{
+	memcpy(e->pdata, p, len);
+	if (ud) {
+		e->ev.param.ud.private_data = e->pdata;
+		e->ev.param.ud.private_data_len = len;
+	} else {
+		e->ev.param.conn.private_data = e->pdata;
+		e->ev.param.conn.private_data_len = len;
+	}
+}
+
+/* The peer's side of a REQ or REP as the event reports it: its resources
+ * seen from here (its initiator depth is what we may answer, ...).
+ */
+static void
+event_peer(struct cma_event *e, uint8_t resp_res, uint8_t init_depth,
+	   uint8_t flow_control, uint8_t rnr_retry, uint8_t srq, uint32_t qpn)
+{
+	e->ev.param.conn.responder_resources = init_depth;
+	e->ev.param.conn.initiator_depth = resp_res;
+	e->ev.param.conn.flow_control = flow_control;
+	e->ev.param.conn.rnr_retry_count = rnr_retry;
+	e->ev.param.conn.srq = srq;
+	e->ev.param.conn.qp_num = qpn;
+}
+
 static void
 conn_event(struct cma_id *c, enum rdma_cm_event_type t, int status,
 	   const uint8_t *pdata, uint8_t len)
@@ -994,11 +1025,8 @@ conn_event(struct cma_id *c, enum rdma_cm_event_type t, int status,
 
 	if (e == NULL)
 		return;
-	if (len) {
-		memcpy(e->pdata, pdata, len);
-		e->ev.param.conn.private_data = e->pdata;
-		e->ev.param.conn.private_data_len = len;
-	}
+	if (len)
+		event_pdata(e, pdata, len, 0);
 	e->ev.param.conn.qp_num = c->remote_qpn;
 	cma_event_post(c, e);
 }
@@ -1106,6 +1134,37 @@ duplicate_req(const struct cm_req *m)
 	return NULL;
 }
 
+/*
+ * The id a request makes under listener @l: bound to the device the
+ * request came in on, its addresses from the RDMA-CM header (@sa the
+ * peer's, @da ours), answering to @src from GID @gidx.
+ */
+static struct cma_id *
+passive_id(struct cma_id *l, struct cma_dev *d, const union ibv_gid *src,
+	   int gidx, const struct sockaddr_storage *sa,
+	   const struct sockaddr_storage *da, enum ibv_qp_type qpt)
+{
+	struct cma_id *c = cma_id_new(l->chan, l->id.context, l->id.ps, qpt);
+
+	if (c == NULL)
+		return NULL;
+	c->listener = l;
+	c->passive = 1;
+	l->pending++;
+	c->dev = d;
+	c->id.verbs = d->verbs;
+	c->id.port_num = 1;
+	c->bound = 1;
+	memcpy(&c->id.route.addr.src_storage, da, sizeof(*da));
+	memcpy(&c->id.route.addr.dst_storage, sa, sizeof(*sa));
+	c->dgid = *src;
+	c->sgid_index = (uint8_t)gidx;
+	c->id.route.addr.addr.ibaddr.sgid = d->gid[gidx];
+	c->id.route.addr.addr.ibaddr.dgid = *src;
+	c->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	return c;
+}
+
 static void on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 			    const uint8_t *mad, int may_wait);
 
@@ -1164,6 +1223,59 @@ orphans_expire(uint64_t now)
 	return next;
 }
 
+/*
+ * The listener a REQ is for, or NULL once it was answered otherwise: a
+ * duplicate gets what the original got, a REQ for no service or for a
+ * transport dpib has not gets its REJ, one for a port not listened on
+ * yet may wait (@may_wait). Fills @m, the header's addresses and the
+ * index of the GID it was sent to.
+ */
+static struct cma_id *
+req_listener(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad,
+	     int may_wait, struct cm_req *m, struct sockaddr_storage *sa,
+	     struct sockaddr_storage *da, int *gidx)
+{
+	struct cma_id *l, *c;
+	union ibv_gid lg;
+	int ps;
+
+	cm_req_unpack(mad, m);
+	c = duplicate_req(m);
+	if (c != NULL) {
+		if (c->state == CS_REQ_RCVD)
+			(void)cm_send_mra(c);
+		else if (c->state == CS_REP_SENT)
+			(void)send_once(c, c->msg);
+		return NULL;
+	}
+	ps = (int)((m->service_id >> 16) & 0xffff);
+	if ((m->service_id & ~RDMA_IB_IP_PORT_MASK) !=
+	    ((uint64_t)ps << 16) || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB) ||
+	    cma_hdr_get(m->private_data, (uint16_t)m->service_id, sa, da) ||
+	    sa->ss_family != da->ss_family) {
+		reject_stranger(d, src, cm_mad_tid(mad), m->local_comm_id,
+				CM_REJ_INVALID_SERVICE_ID);
+		return NULL;
+	}
+	if (m->transport_service_type != CM_TST_RC &&
+	    m->transport_service_type != CM_TST_UC) {
+		reject_stranger(d, src, cm_mad_tid(mad), m->local_comm_id,
+				CM_REJ_INVALID_TRANSPORT_TYPE);
+		return NULL;
+	}
+	memcpy(lg.raw, m->primary.remote_gid, 16);
+	*gidx = gid_index(d, &lg);
+	l = find_listener(d, ps, (uint16_t)m->service_id, (void *)da);
+	if (l == NULL && *gidx >= 0 && may_wait && orphan_keep(d, src, mad))
+		return NULL;
+	if (l == NULL || *gidx < 0) {
+		reject_stranger(d, src, cm_mad_tid(mad), m->local_comm_id,
+				CM_REJ_INVALID_SERVICE_ID);
+		return NULL;
+	}
+	return l;
+}
+
 static void
 on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 		const uint8_t *mad, int may_wait)
@@ -1172,63 +1284,22 @@ on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 	struct cma_id *l, *c;
 	struct cm_req m;
 	struct cma_event *e;
-	int ps, gidx;
-	union ibv_gid lg;
+	int gidx = -1;
 
-	cm_req_unpack(mad, &m);
-	c = duplicate_req(&m);
-	if (c != NULL) {
-		if (c->state == CS_REQ_RCVD)
-			(void)cm_send_mra(c);
-		else if (c->state == CS_REP_SENT)
-			(void)send_once(c, c->msg);
+	l = req_listener(d, src, mad, may_wait, &m, &sa, &da, &gidx);
+	if (l == NULL)
 		return;
-	}
-	ps = (int)((m.service_id >> 16) & 0xffff);
-	if ((m.service_id & ~RDMA_IB_IP_PORT_MASK) !=
-	    ((uint64_t)ps << 16) || (ps != RDMA_PS_TCP && ps != RDMA_PS_IB) ||
-	    cma_hdr_get(m.private_data, (uint16_t)m.service_id, &sa, &da) ||
-	    sa.ss_family != da.ss_family) {
-		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
-				CM_REJ_INVALID_SERVICE_ID);
-		return;
-	}
-	if (m.transport_service_type != CM_TST_RC &&
-	    m.transport_service_type != CM_TST_UC) {
-		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
-				CM_REJ_INVALID_TRANSPORT_TYPE);
-		return;
-	}
-	memcpy(lg.raw, m.primary.remote_gid, 16);
-	gidx = gid_index(d, &lg);
-	l = find_listener(d, ps, (uint16_t)m.service_id, (void *)&da);
-	if (l == NULL && gidx >= 0 && may_wait && orphan_keep(d, src, mad))
-		return;
-	if (l == NULL || gidx < 0) {
-		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
-				CM_REJ_INVALID_SERVICE_ID);
-		return;
-	}
 	if (l->backlog > 0 && l->pending >= l->backlog) {
 		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
 				CM_REJ_CONSUMER_DEFINED);
 		return;
 	}
-	c = cma_id_new(l->chan, l->id.context, l->id.ps, IBV_QPT_RC);
+	c = passive_id(l, d, src, gidx, &sa, &da, IBV_QPT_RC);
 	if (c == NULL) {
 		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
 				CM_REJ_NO_RESOURCES);
 		return;
 	}
-	c->listener = l;
-	c->passive = 1;
-	l->pending++;
-	c->dev = d;
-	c->id.verbs = d->verbs;
-	c->id.port_num = 1;
-	c->bound = 1;
-	memcpy(&c->id.route.addr.src_storage, &da, sizeof(da));
-	memcpy(&c->id.route.addr.dst_storage, &sa, sizeof(sa));
 	c->state = CS_REQ_RCVD;
 	c->local_id = new_comm_id();
 	c->remote_id = m.local_comm_id;
@@ -1250,30 +1321,19 @@ on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 	c->cm_timeout = m.local_cm_response_timeout;
 	c->max_cm_retries = m.max_cm_retries;
 	/* Answers go where the REQ came from; the path is the REQ's. */
-	c->dgid = *src;
-	c->sgid_index = (uint8_t)gidx;
 	c->hop_limit = m.primary.hop_limit;
 	c->traffic_class = m.primary.traffic_class;
 	c->flow_label = m.primary.flow_label;
-	c->id.route.addr.addr.ibaddr.sgid = d->gid[gidx];
-	c->id.route.addr.addr.ibaddr.dgid = *src;
-	c->id.route.addr.addr.ibaddr.pkey = htobe16(0xffff);
 	e = cma_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
 	if (e == NULL)
 		return;
 	e->ev.listen_id = &l->id;
-	memcpy(e->pdata, m.private_data + CMA_HDR_LEN,
-	       CM_REQ_PDATA - CMA_HDR_LEN);
-	e->ev.param.conn.private_data = e->pdata;
-	e->ev.param.conn.private_data_len = CM_REQ_PDATA - CMA_HDR_LEN;
-	/* The peer's view, seen from here */
-	e->ev.param.conn.responder_resources = m.initiator_depth;
-	e->ev.param.conn.initiator_depth = m.responder_resources;
-	e->ev.param.conn.flow_control = m.end_to_end_flow_control;
+	event_pdata(e, m.private_data + CMA_HDR_LEN,
+		    CM_REQ_PDATA - CMA_HDR_LEN, 0);
+	event_peer(e, m.responder_resources, m.initiator_depth,
+		   m.end_to_end_flow_control, m.rnr_retry_count, m.srq,
+		   m.local_qpn);
 	e->ev.param.conn.retry_count = m.retry_count;
-	e->ev.param.conn.rnr_retry_count = m.rnr_retry_count;
-	e->ev.param.conn.srq = m.srq;
-	e->ev.param.conn.qp_num = m.local_qpn;
 	cma_event_post(c, e);
 }
 
@@ -1323,16 +1383,10 @@ on_rep(const uint8_t *mad)
 	}
 	if (e == NULL)
 		return;
-	memcpy(e->pdata, m.private_data, CM_REP_PDATA);
-	e->ev.param.conn.private_data = e->pdata;
-	e->ev.param.conn.private_data_len = CM_REP_PDATA;
-	/* The peer's resources seen from here, as ib_cm reports them */
-	e->ev.param.conn.responder_resources = m.initiator_depth;
-	e->ev.param.conn.initiator_depth = m.responder_resources;
-	e->ev.param.conn.flow_control = m.end_to_end_flow_control;
-	e->ev.param.conn.rnr_retry_count = m.rnr_retry_count;
-	e->ev.param.conn.srq = m.srq;
-	e->ev.param.conn.qp_num = m.local_qpn;
+	event_pdata(e, m.private_data, CM_REP_PDATA, 0);
+	event_peer(e, m.responder_resources, m.initiator_depth,
+		   m.end_to_end_flow_control, m.rnr_retry_count, m.srq,
+		   m.local_qpn);
 	cma_event_post(c, e);
 }
 
@@ -1387,9 +1441,7 @@ on_rej(const uint8_t *mad)
 	e = cma_event_new(c, RDMA_CM_EVENT_REJECTED, m.reason);
 	if (e == NULL)
 		return;
-	memcpy(e->pdata, m.private_data, CM_REJ_PDATA);
-	e->ev.param.conn.private_data = e->pdata;
-	e->ev.param.conn.private_data_len = CM_REJ_PDATA;
+	event_pdata(e, m.private_data, CM_REJ_PDATA, 0);
 	cma_event_post(c, e);
 }
 
@@ -1497,8 +1549,7 @@ on_sidr_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 		gidx = gid_index(d, &g);
 	}
 	if (l == NULL || gidx < 0 ||
-	    (c = cma_id_new(l->chan, l->id.context, l->id.ps,
-			    IBV_QPT_UD)) == NULL) {
+	    (c = passive_id(l, d, src, gidx, &sa, &da, IBV_QPT_UD)) == NULL) {
 		r.request_id = m.request_id;
 		r.status = CM_SIDR_UNSUPPORTED;
 		r.service_id = m.service_id;
@@ -1506,30 +1557,16 @@ on_sidr_req(struct cma_dev *d, const union ibv_gid *src, const uint8_t *mad)
 		mad_send_to(d, src, out);
 		return;
 	}
-	c->listener = l;
-	c->passive = 1;
-	l->pending++;
-	c->dev = d;
-	c->id.verbs = d->verbs;
-	c->id.port_num = 1;
-	c->bound = 1;
-	memcpy(&c->id.route.addr.src_storage, &da, sizeof(da));
-	memcpy(&c->id.route.addr.dst_storage, &sa, sizeof(sa));
 	c->state = CS_SIDR_REQ_RCVD;
 	c->remote_id = m.request_id;
 	c->tid = cm_mad_tid(mad);
 	c->service_id = m.service_id;
-	c->dgid = *src;
-	c->sgid_index = (uint8_t)gidx;
-	c->hop_limit = 64;
 	e = cma_event_new(c, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
 	if (e == NULL)
 		return;
 	e->ev.listen_id = &l->id;
-	memcpy(e->pdata, m.private_data + CMA_HDR_LEN,
-	       CM_SIDR_REQ_PDATA - CMA_HDR_LEN);
-	e->ev.param.ud.private_data = e->pdata;
-	e->ev.param.ud.private_data_len = CM_SIDR_REQ_PDATA - CMA_HDR_LEN;
+	event_pdata(e, m.private_data + CMA_HDR_LEN,
+		    CM_SIDR_REQ_PDATA - CMA_HDR_LEN, 1);
 	cma_event_post(c, e);
 }
 
@@ -1564,9 +1601,7 @@ on_sidr_rep(const uint8_t *mad)
 	}
 	if (e == NULL)
 		return;
-	memcpy(e->pdata, m.private_data, CM_SIDR_REP_PDATA);
-	e->ev.param.ud.private_data = e->pdata;
-	e->ev.param.ud.private_data_len = CM_SIDR_REP_PDATA;
+	event_pdata(e, m.private_data, CM_SIDR_REP_PDATA, 1);
 	e->ev.param.ud.qp_num = m.qpn;
 	e->ev.param.ud.qkey = m.qkey;
 	e->ev.param.ud.ah_attr.is_global = 1;
