@@ -166,9 +166,12 @@ rows() {
 }
 
 memif_link() {
-	sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	# Each device has an IPv6 address too (GID 1): one row over it.
+	sed -e "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	    -e "s|^ip = 192.0.2.1$|&\nip6 = 2001:db8::1|" \
 		"$src/config/memif-server.conf" >"$tmp/a.conf"
-	sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	sed -e "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	    -e "s|^ip = 192.0.2.2$|&\nip6 = 2001:db8::2|" \
 		"$src/config/memif-client.conf" >"$tmp/b.conf"
 	pre=([a]="" [b]="")
 	conf=([a]="$tmp/a.conf" [b]="$tmp/b.conf")
@@ -176,6 +179,10 @@ memif_link() {
 	rows memif
 	T=60 cm_pair memif cmtime_ok a b "cmtime -b ${ip[a]}" \
 		"cmtime -s ${ip[a]} -c 1000" stays
+	cm_pair "memif IPv6" rping_ok a b "rping -s -a 2001:db8::1 -C 100" \
+		"rping -c -a 2001:db8::1 -C 100 -v -V"
+	cm_pair "memif IPv6" transfers_ok a b "ucmatose -c 10" \
+		"ucmatose -s 2001:db8::1 -c 10"
 }
 
 af_packet_link() {
