@@ -50,7 +50,8 @@
  *                  and QPN 0xffffff to a unicast address is but an unknown
  *                  QPN, still there through mode 1
  *   mode bit 5     destination is the multicast group the UD QP joined
- *                  (IPv4), or a multicast address (IPv6)
+ *                  (239.1.2.3, or ff0e::1 with bit 6); frames to other
+ *                  groups (raw, mode 0) are dropped, counted
  *   mode bit 6     IPv6 (2001:db8::1, the device's ip6) instead of IPv4
  *   mode bit 7     no frame: recycle the target QP now (Error, flush,
  *                  Reset, up again, WRs posted again; 7 is the GSI), so
@@ -1275,6 +1276,8 @@ setup(void)
 	srq_fill();
 	memcpy(gid.raw + 12, &F.mcast_ip, 4);
 	SETUP(ibv_attach_mcast(qps[Q_UD].qp, &gid, 0) == 0, "attach_mcast");
+	memcpy(gid.raw, F.mcast_ip6, 16);
+	SETUP(ibv_attach_mcast(qps[Q_UD].qp, &gid, 0) == 0, "attach_mcast6");
 	F.dev = to_qp(qps[Q_RC_A].qp)->dev;
 	mark_all_ok();
 	arena_poison();

@@ -183,6 +183,8 @@ memif_link() {
 		"rping -c -a 2001:db8::1 -C 100 -v -V"
 	cm_pair "memif IPv6" transfers_ok a b "ucmatose -c 10" \
 		"ucmatose -s 2001:db8::1 -c 10"
+	cm_pair "memif IPv6" transfers_ok a b "mckey -m ff0e::1:2:3 -b 2001:db8::1" \
+		"mckey -m ff0e::1:2:3 -s -b 2001:db8::2"
 }
 
 af_packet_link() {

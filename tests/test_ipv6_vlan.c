@@ -5,9 +5,10 @@
  * RoCEv2 over IPv6 and over an 802.1Q VLAN on the loopback device
  * (tests/conf/ipv6_vlan.conf: ip, ip6, vlan 100). The GID table holds the
  * IPv4-mapped GID then the IPv6 one; RC SEND/WRITE/READ and UD SEND run
- * through each, then the capture (DPIB_CAPTURE) is checked frame by frame:
- * the tag's VID and PCP (the AH's sl), the IP fields taken from the GRH,
- * and the ICRC recomputed by ib_icrc (IBA A17.3.3).
+ * through each, UD multicast through the IPv6 one, then the capture
+ * (DPIB_CAPTURE) is checked frame by frame: the tag's VID and PCP (the
+ * AH's sl), the IP fields taken from the GRH, and the ICRC recomputed by
+ * ib_icrc (IBA A17.3.3).
  */
 #include <arpa/inet.h>
 #include <stdlib.h>
@@ -368,6 +369,115 @@ counter(const char *name)
 	return dev_counter(p.ctx, name);
 }
 
+#define MC_LEN		300
+#define MC_RECV(i)	(0x20000 + (i) * 0x1000)	/* member i's buffer */
+
+/* One UD SEND of MC_LEN bytes from the start of the buffer to @dgid. */
+static void
+mc_send(struct ibv_qp *s, struct ibv_cq *cq, const union ibv_gid *dgid,
+	uint64_t wr_id)
+{
+	struct ibv_ah_attr aa = av(1);
+	struct ibv_sge sge = { (uintptr_t)p.buf, MC_LEN, p.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_SEND,
+		.wr.ud = { .remote_qpn = 0xffffff, .remote_qkey = 0x11111111 },
+	}, *bad;
+
+	aa.grh.dgid = *dgid;
+	wr.wr.ud.ah = ibv_create_ah(p.pd, &aa);
+	CHECK(wr.wr.ud.ah != NULL, "multicast AH: errno %d", errno);
+	CHECK(ibv_post_send(s, &wr, &bad) == 0, "send to group");
+	wait_wc(cq, wr_id, NULL);
+	CHECK(ibv_destroy_ah(wr.wr.ud.ah) == 0, "destroy_ah");
+}
+
+/* The receives of members 0..2 (wr_id 0..2) that completed within 0.2 s. */
+static void
+mc_collect(struct ibv_cq *cq, int got[3])
+{
+	const uint8_t *b = p.buf;
+	struct ibv_wc wc;
+
+	got[0] = got[1] = got[2] = 0;
+	while (poll_one(cq, &wc, 0.2)) {
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id < 3,
+		      "wr %" PRIu64 ": %s", wc.wr_id,
+		      ibv_wc_status_str(wc.status));
+		CHECK(wc.byte_len == 40 + MC_LEN && (wc.wc_flags & IBV_WC_GRH),
+		      "byte_len %u", wc.byte_len);
+		CHECK(memcmp(b + MC_RECV(wc.wr_id) + 40, b, MC_LEN) == 0,
+		      "member %" PRIu64 ": bytes differ", wc.wr_id);
+		got[wc.wr_id]++;
+	}
+}
+
+/*
+ * UD multicast over IPv6 (IBA 10.5.2.4; on RoCEv2 the group's GID is the
+ * IPv6 multicast address): attaching takes ff00::/8 and refuses a unicast
+ * GID; a SEND ONLY to QPN 0xFFFFFF reaches each attached QP once, its GRH
+ * area holding the sender's IPv6 header, and not a detached QP; a group
+ * nobody joined is dropped and counted. The net_ring loopback port brings
+ * the device's own multicast back; a port to a wire would not.
+ */
+static void
+ud_multicast_ipv6(void)
+{
+	struct ibv_cq *scq = ibv_create_cq(p.ctx, 32, NULL, NULL, 0);
+	struct ibv_cq *cq = ibv_create_cq(p.ctx, 32, NULL, NULL, 0);
+	union ibv_gid grp, none;
+	struct ibv_qp *s, *m[3];
+	const uint8_t *g;
+	uint64_t c0;
+	int i, got[3];
+
+	CHECK(scq != NULL && cq != NULL, "create_cq");
+	inet_pton(AF_INET6, "ff0e::1234", grp.raw);
+	inet_pton(AF_INET6, "ff0e::5678", none.raw);
+	s = ud_qp(scq);
+	for (i = 0; i < 3; i++)
+		m[i] = ud_qp(cq);
+	CHECK(ibv_attach_mcast(m[0], &gid[1], 0) == EINVAL,
+	      "unicast IPv6 GID attached");
+	for (i = 0; i < 3; i++)
+		CHECK(ibv_attach_mcast(m[i], &grp, 0) == 0, "attach %d", i);
+	CHECK(ibv_detach_mcast(m[2], &grp, 0) == 0, "detach");
+	CHECK(ibv_detach_mcast(m[2], &grp, 0) == EINVAL, "detached twice");
+	memset(p.buf, 0, p.len);
+	fill(p.buf, MC_LEN, 11);
+	for (i = 0; i < 3; i++)
+		post_recv(m[i], MC_RECV(i), 40 + MC_LEN, (uint64_t)i);
+	mc_send(s, scq, &grp, 100);
+	mc_collect(cq, got);
+	CHECK(got[0] == 1 && got[1] == 1 && got[2] == 0,
+	      "copies %d %d, detached %d", got[0], got[1], got[2]);
+	for (i = 0; i < 2; i++) {
+		g = (const uint8_t *)p.buf + MC_RECV(i);
+		CHECK(g[0] >> 4 == 6 && g[6] == 17 && g[7] == HOPS &&
+		      memcmp(g + 8, gid[1].raw, 16) == 0 &&
+		      memcmp(g + 24, grp.raw, 16) == 0,
+		      "member %d: GRH is not the IPv6 header to the group", i);
+	}
+
+	/* Members 0 and 1 have a receive posted again, member 2 still has. */
+	post_recv(m[0], MC_RECV(0), 40 + MC_LEN, 0);
+	post_recv(m[1], MC_RECV(1), 40 + MC_LEN, 1);
+	c0 = counter("rx_drop_multicast_no_group");
+	mc_send(s, scq, &none, 101);
+	mc_collect(cq, got);
+	CHECK(got[0] + got[1] + got[2] == 0, "unjoined group delivered");
+	CHECK(counter("rx_drop_multicast_no_group") == c0 + 1,
+	      "unjoined group counted %" PRIu64,
+	      counter("rx_drop_multicast_no_group") - c0);
+
+	CHECK(ibv_destroy_qp(s) == 0, "destroy_qp");
+	for (i = 0; i < 3; i++)
+		CHECK(ibv_destroy_qp(m[i]) == 0, "destroy_qp");
+	CHECK(ibv_destroy_cq(scq) == 0 && ibv_destroy_cq(cq) == 0,
+	      "destroy_cq");
+}
+
 /* Frames of another VLAN, or untagged, are not ours: dropped, counted. */
 static void
 foreign_vlan_dropped(void)
@@ -469,6 +579,7 @@ main(void)
 	RUN(rc_ipv4);
 	RUN(ud_ipv6);
 	RUN(ud_ipv4);
+	RUN(ud_multicast_ipv6);
 	RUN(capture_fields);
 	RUN(foreign_vlan_dropped);
 	CHECK(ibv_dereg_mr(p.mr) == 0 && ibv_dealloc_pd(p.pd) == 0 &&

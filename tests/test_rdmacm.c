@@ -18,6 +18,15 @@
  *   forged       crafted MADs through dpib_inject() against an
  *                established connection: each is counted where it is
  *                dropped, gives no event and leaves the connection up
+ *   inflight     500 connections each withdrawn with the REQ out, left
+ *                unanswered, destroyed established: no heap, mbuf or fd
+ *                left behind, no event for a destroyed id
+ *   mra          a slow passive application: MRAs keep the active side
+ *                waiting past its REQ's retries, then one connection
+ *   notify       every RTU lost: rdma_notify on the first receive
+ *                establishes the passive side before its REP gives up
+ *   nonblock     O_NONBLOCK event channels: EAGAIN, epoll readiness,
+ *                rdma_migrate_id moving waiting events
  *   rxe          a Linux rxe peer's MADs from a capture, both ways (the
  *                device at 10.77.0.2, tests/conf/rxe_peer.conf): what
  *                dpib answers, field by field against what rxe answered
@@ -25,13 +34,17 @@
  * Every wait is bounded: events are read only after poll() on the
  * channel's fd said one is there.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <poll.h>
 #include <unistd.h>
+#include <sys/epoll.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
+#include <rte_malloc.h>
 
 #include "roce_frame.h"
 #include "cm_msg.h"
@@ -2184,6 +2197,1083 @@ rxe_rep_fields_as_rxe(void)
 	      R.ack_delay);
 }
 
+/* ---- inflight ------------------------------------------------------------ */
+
+/*
+ * Destroying an id with a connection in flight leaks nothing: after 500
+ * connections of each kind destroyed mid-way, the process's heap
+ * (mallinfo2) and DPDK's (rte_malloc: QPs, CQs, address handles), the
+ * device's packet buffers and the file descriptors are back to what they
+ * were after one warm-up round, and a connection still works. Every event
+ * is checked against the ids alive when it comes: an event not yet taken
+ * dies with its id (the kernel's ucma frees them in rdma_destroy_id), so
+ * none may name an id already destroyed. The application tells its
+ * requests apart by the active side's port.
+ */
+#define INFLIGHT_CYCLES	500
+#define LIVE_MAX	8
+#define HEAP_SLACK	(64 * 1024)	/* bytes the heap may have grown */
+#define MBUF_SLACK	4		/* packet buffers, either way */
+#define DRAIN_S		10.0
+#define CM_RESEND_S	2.0	/* dpib's first resend: 2 x 1.07 s */
+#define EVBIT(t)	(1u << RDMA_CM_EVENT_##t)
+#define ACTIVE_EVENTS	(EVBIT(ADDR_RESOLVED) | EVBIT(ROUTE_RESOLVED) | \
+			 EVBIT(ESTABLISHED) | EVBIT(REJECTED) | \
+			 EVBIT(DISCONNECTED) | EVBIT(TIMEWAIT_EXIT))
+#define REQUEST_EVENTS	(EVBIT(CONNECT_REQUEST) | EVBIT(ESTABLISHED) | \
+			 EVBIT(REJECTED) | EVBIT(DISCONNECTED) | \
+			 EVBIT(TIMEWAIT_EXIT))
+
+/* An id alive, the events it may get and those it got (each once). */
+struct live {
+	struct rdma_cm_id *id;
+	uint32_t allowed, seen;
+	int status[RDMA_CM_EVENT_TIMEWAIT_EXIT + 1];
+	int untaken;			/* a request the application has not
+					 * looked at yet */
+};
+
+static struct live live[LIVE_MAX];
+static int nlive;
+/* Requests for an active id already gone (a REQ that came twice), and
+ * cycles that took a CM resend (2.1 s) to finish: on the lossless
+ * loopback, each is a MAD that waited for nothing.
+ */
+static int stale_requests, slow_cycles;
+
+struct usage {
+	size_t heap;			/* malloc's bytes in use */
+	size_t dpdk;			/* rte_malloc's: QPs, CQs, AHs */
+	int mbufs;
+	int fds;
+};
+
+static struct usage baseline;
+
+static struct live *
+live_find(const struct rdma_cm_id *id)
+{
+	int i;
+
+	for (i = 0; i < nlive; i++)
+		if (live[i].id == id)
+			return &live[i];
+	return NULL;
+}
+
+static struct live *
+live_add(struct rdma_cm_id *id, uint32_t allowed)
+{
+	CHECK(nlive < LIVE_MAX, "more than %d ids alive", LIVE_MAX);
+	CHECK(live_find(id) == NULL, "a new id with the address of one "
+	      "alive");
+	live[nlive] = (struct live){ .id = id, .allowed = allowed };
+	return &live[nlive++];
+}
+
+/* The application destroys @id, its QP first (rdma_destroy_id(3)). */
+static void
+live_destroy(struct rdma_cm_id *id)
+{
+	struct live *l = live_find(id);
+
+	CHECK(l != NULL, "destroying an id not alive");
+	if (id->qp != NULL)
+		rdma_destroy_qp(id);
+	CHECK(rdma_destroy_id(id) == 0, "destroy: errno %d", errno);
+	*l = live[--nlive];
+}
+
+/*
+ * An event taken from @ch: for an id alive (a CONNECT_REQUEST's is new),
+ * of a kind that id may get, not twice, on the id's own channel.
+ */
+static void
+live_event(struct rdma_event_channel *ch, struct rdma_cm_event *ev)
+{
+	enum rdma_cm_event_type t = ev->event;
+	struct live *l;
+
+	if (t == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		CHECK(ev->listen_id == C.listen, "request for another listener");
+		l = live_add(ev->id, REQUEST_EVENTS);
+		l->untaken = 1;
+	} else {
+		l = live_find(ev->id);
+		CHECK(l != NULL, "%s (status %d) for an id destroyed before",
+		      rdma_event_str(t), ev->status);
+	}
+	CHECK((unsigned int)t < 32 && (l->allowed & (1u << t)),
+	      "%s (status %d) for an id that cannot get it",
+	      rdma_event_str(t), ev->status);
+	CHECK(!(l->seen & (1u << t)), "a second %s (status %d) for one id",
+	      rdma_event_str(t), ev->status);
+	CHECK(ev->id->channel == ch, "%s on another channel than its id's",
+	      rdma_event_str(t));
+	l->seen |= 1u << t;
+	l->status[t] = ev->status;
+	ack(ev);
+}
+
+/* The events waiting on either channel within @ms; how many. */
+static int
+pump(int ms)
+{
+	struct rdma_event_channel *ch[2] = { C.ach, C.pch };
+	struct pollfd p[2] = { { .fd = C.ach->fd, .events = POLLIN },
+			       { .fd = C.pch->fd, .events = POLLIN } };
+	struct rdma_cm_event *ev;
+	int i, n, got = 0;
+
+	n = poll(p, 2, ms);
+	CHECK(n >= 0, "poll: errno %d", errno);
+	for (i = 0; i < 2; i++) {
+		if (!(p[i].revents & POLLIN))
+			continue;
+		CHECK(rdma_get_cm_event(ch[i], &ev) == 0, "fd readable, yet "
+		      "rdma_get_cm_event failed: errno %d", errno);
+		live_event(ch[i], ev);
+		got++;
+	}
+	return got;
+}
+
+/* Events until @id has had @type (within EV_WAIT); that event's status. */
+static int
+wait_event(struct rdma_cm_id *id, enum rdma_cm_event_type type)
+{
+	double end = check_now() + EV_WAIT;
+	struct live *l;
+
+	for (;;) {
+		l = live_find(id);
+		CHECK(l != NULL, "waiting for %s on an id not alive",
+		      rdma_event_str(type));
+		if (l->seen & (1u << type))
+			return l->status[type];
+		CHECK(check_now() < end, "no %s within %.1f s (got %#x)",
+		      rdma_event_str(type), EV_WAIT, l->seen);
+		pump(10);
+	}
+}
+
+/*
+ * The request from port @port (network order) of an active id, or NULL;
+ * the application destroys requests from other ports (0: from any), whose
+ * active ids are gone.
+ */
+static struct rdma_cm_id *
+take_request(__be16 port)
+{
+	struct rdma_cm_id *id;
+	int i;
+
+	for (i = 0; i < nlive; i++) {
+		if (!live[i].untaken)
+			continue;
+		id = live[i].id;
+		if (port != 0 && rdma_get_dst_port(id) == port) {
+			live[i].untaken = 0;
+			return id;
+		}
+		stale_requests++;
+		live_destroy(id);
+		i = -1;			/* the array changed */
+	}
+	return NULL;
+}
+
+/* The request from @port (within EV_WAIT). */
+static struct rdma_cm_id *
+wait_request(__be16 port)
+{
+	double end = check_now() + EV_WAIT;
+	struct rdma_cm_id *id;
+
+	while ((id = take_request(port)) == NULL) {
+		CHECK(check_now() < end, "no CONNECT_REQUEST within %.1f s",
+		      EV_WAIT);
+		pump(10);
+	}
+	return id;
+}
+
+/* Events until both channels stay quiet for QUIET_MS. */
+static void
+drain(void)
+{
+	double end = check_now() + DRAIN_S;
+
+	do {
+		while (pump(QUIET_MS) > 0)
+			CHECK(check_now() < end, "events for %.0f s", DRAIN_S);
+	} while (take_request(0) != NULL);
+}
+
+/* A new active id, resolved, with a QP (the library's CQs), connecting. */
+static struct rdma_cm_id *
+inflight_connect(void)
+{
+	struct sockaddr_in d = loopback(PORT);
+	struct rdma_conn_param p = {
+		.responder_resources = 1, .initiator_depth = 1,
+		.retry_count = 7, .rnr_retry_count = 7,
+	};
+	struct rdma_cm_id *id;
+
+	CHECK(rdma_create_id(C.ach, &id, NULL, RDMA_PS_TCP) == 0,
+	      "active id: errno %d", errno);
+	live_add(id, ACTIVE_EVENTS);
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	CHECK(wait_event(id, RDMA_CM_EVENT_ADDR_RESOLVED) == 0,
+	      "ADDR_RESOLVED: status");
+	CHECK(rdma_resolve_route(id, 2000) == 0, "resolve_route: errno %d",
+	      errno);
+	CHECK(wait_event(id, RDMA_CM_EVENT_ROUTE_RESOLVED) == 0,
+	      "ROUTE_RESOLVED: status");
+	qp_on(id, NULL);
+	CHECK(rdma_connect(id, &p) == 0, "rdma_connect: errno %d", errno);
+	return id;
+}
+
+/*
+ * (a) The active side gives up with its REQ on the wire: QP and id go at
+ * once (a REJ, reason timeout, follows the REQ). The listener still gets
+ * the request; its application destroys the request's id.
+ */
+static void
+cycle_withdrawn(int i)
+{
+	struct rdma_cm_id *act = inflight_connect();
+	__be16 port = rdma_get_src_port(act);
+
+	(void)i;
+	live_destroy(act);
+	live_destroy(wait_request(port));
+}
+
+/* (b) The listener's application destroys the request unanswered: the
+ * active side is REJECTED, consumer defined (28).
+ */
+static void
+cycle_unanswered(int i)
+{
+	struct rdma_cm_id *act = inflight_connect();
+	int st;
+
+	(void)i;
+	live_destroy(wait_request(rdma_get_src_port(act)));
+	st = wait_event(act, RDMA_CM_EVENT_REJECTED);
+	CHECK(st == CM_REJ_CONSUMER_DEFINED, "REJECTED status %d, want 28",
+	      st);
+	live_destroy(act);
+}
+
+/*
+ * (c) Accepted and established, then both ends destroyed without
+ * rdma_disconnect: the first destroy sends a DREQ. Cycle by cycle the
+ * active or the passive end goes first, and the other one either waits
+ * for its DISCONNECTED or goes at once (the DISCONNECTED then dies with
+ * it, and the DREQ finds no connection: a DREP still answers it).
+ */
+static void
+cycle_established(int i)
+{
+	struct rdma_cm_id *act = inflight_connect(), *pas, *first, *second;
+
+	pas = wait_request(rdma_get_src_port(act));
+	first = i & 1 ? pas : act;
+	second = i & 1 ? act : pas;
+	qp_on(pas, NULL);
+	CHECK(rdma_accept(pas, NULL) == 0, "rdma_accept: errno %d", errno);
+	CHECK(wait_event(act, RDMA_CM_EVENT_ESTABLISHED) == 0, "status");
+	CHECK(wait_event(pas, RDMA_CM_EVENT_ESTABLISHED) == 0, "status");
+	live_destroy(first);
+	if (i & 2)
+		CHECK(wait_event(second, RDMA_CM_EVENT_DISCONNECTED) == 0,
+		      "DISCONNECTED status");
+	live_destroy(second);
+}
+
+static int
+fd_count(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	CHECK(d != NULL, "/proc/self/fd: errno %d", errno);
+	while ((e = readdir(d)) != NULL)
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+static size_t
+dpdk_heap(void)
+{
+	struct rte_malloc_socket_stats st;
+	size_t n = 0;
+	int s;
+
+	for (s = 0; s < RTE_MAX_NUMA_NODES; s++)
+		if (rte_malloc_get_socket_stats(s, &st) == 0)
+			n += st.heap_allocsz_bytes;
+	return n;
+}
+
+static struct usage
+usage_now(void)
+{
+	struct usage u = {
+		.heap = mallinfo2().uordblks,
+		.dpdk = dpdk_heap(),
+		.mbufs = dpib_mbufs_in_use(C.listen->verbs),
+		.fds = fd_count(),
+	};
+
+	return u;
+}
+
+/* One round of each kind, its events drained: the baseline. */
+static void
+inflight_setup(void)
+{
+	int i;
+
+	channels_open();
+	listen_on(PORT);
+	memory_open(C.listen->verbs);
+	live_add(C.listen, 0);
+	cycle_withdrawn(0);
+	cycle_unanswered(0);
+	for (i = 0; i < 4; i++)
+		cycle_established(i);
+	drain();
+	baseline = usage_now();
+	printf("# baseline: heap %zu bytes, DPDK heap %zu bytes, %d mbufs, "
+	       "%d fds\n", baseline.heap, baseline.dpdk, baseline.mbufs,
+	       baseline.fds);
+}
+
+static void
+cycles(void (*cycle)(int), const char *what)
+{
+	double t0 = check_now(), t;
+	int i;
+
+	for (i = 0; i < INFLIGHT_CYCLES; i++) {
+		t = check_now();
+		cycle(i);
+		t = check_now() - t;
+		if (t >= CM_RESEND_S) {
+			printf("# %s: cycle %d took %.2f s\n", what, i, t);
+			slow_cycles++;
+		}
+	}
+	drain();
+	CHECK(nlive == 1, "%d ids alive besides the listener", nlive - 1);
+	printf("# %d %s in %.2f s\n", INFLIGHT_CYCLES, what,
+	       check_now() - t0);
+}
+
+static void
+inflight_requests_withdrawn(void)
+{
+	cycles(cycle_withdrawn, "requests withdrawn");
+}
+
+static void
+inflight_requests_destroyed_unanswered(void)
+{
+	cycles(cycle_unanswered, "requests destroyed unanswered");
+}
+
+static void
+inflight_connections_destroyed(void)
+{
+	cycles(cycle_established, "connections destroyed");
+}
+
+/* Destroying an id with a connection in flight leaks nothing. */
+static void
+inflight_leaks_nothing(void)
+{
+	struct usage u;
+
+	drain();
+	u = usage_now();
+	printf("# after 3 x %d cycles: heap %+ld bytes, DPDK heap %+ld bytes, "
+	       "mbufs %+d, fds %+d\n", INFLIGHT_CYCLES,
+	       (long)u.heap - (long)baseline.heap,
+	       (long)u.dpdk - (long)baseline.dpdk, u.mbufs - baseline.mbufs,
+	       u.fds - baseline.fds);
+	CHECK(u.heap < baseline.heap + HEAP_SLACK, "heap %zu -> %zu bytes",
+	      baseline.heap, u.heap);
+	CHECK(u.dpdk < baseline.dpdk + HEAP_SLACK, "DPDK heap %zu -> %zu "
+	      "bytes", baseline.dpdk, u.dpdk);
+	CHECK(u.mbufs <= baseline.mbufs + MBUF_SLACK &&
+	      u.mbufs >= baseline.mbufs - MBUF_SLACK, "mbufs %d -> %d",
+	      baseline.mbufs, u.mbufs);
+	CHECK(u.fds == baseline.fds, "fds %d -> %d", baseline.fds, u.fds);
+}
+
+/*
+ * On the loopback nothing is lost: every MAD is answered in a few
+ * milliseconds, never by a resend (which would also bring the REQ a
+ * second time, after its request was gone).
+ */
+static void
+inflight_no_mad_waited_for_a_resend(void)
+{
+	printf("# %d cycles took a resend, %d requests came twice\n",
+	       slow_cycles, stale_requests);
+	CHECK(slow_cycles == 0 && stale_requests == 0, "a MAD sat unseen "
+	      "until the next one came (a lost completion event on QP 1?)");
+}
+
+/* After all that a connection works: a SEND, disconnect, time-wait. */
+static void
+inflight_connection_still_works(void)
+{
+	struct rdma_cm_id *act = inflight_connect(), *pas;
+
+	pas = wait_request(rdma_get_src_port(act));
+	qp_on(pas, NULL);
+	CHECK(rdma_accept(pas, NULL) == 0, "rdma_accept: errno %d", errno);
+	CHECK(wait_event(act, RDMA_CM_EVENT_ESTABLISHED) == 0, "status");
+	CHECK(wait_event(pas, RDMA_CM_EVENT_ESTABLISHED) == 0, "status");
+	send_over(act, pas, 11);
+	send_over(pas, act, 12);
+	CHECK(rdma_disconnect(act) == 0, "disconnect: errno %d", errno);
+	CHECK(wait_event(pas, RDMA_CM_EVENT_DISCONNECTED) == 0, "status");
+	CHECK(rdma_disconnect(pas) == 0, "disconnect: errno %d", errno);
+	CHECK(wait_event(act, RDMA_CM_EVENT_DISCONNECTED) == 0, "status");
+	CHECK(wait_event(act, RDMA_CM_EVENT_TIMEWAIT_EXIT) == 0, "status");
+	CHECK(wait_event(pas, RDMA_CM_EVENT_TIMEWAIT_EXIT) == 0, "status");
+	live_destroy(act);
+	live_destroy(pas);
+	drain();
+}
+
+/*
+ * An active id destroyed with its REQ out sends a REJ, reason 4
+ * (timeout), naming its comm ID as Local Comm ID (its Remote is 0: no REP
+ * told it the passive one), as ib_cm_destroy_id does in REQ_SENT. The
+ * passive CM finds the request by that ID and its sender (ib_cm's
+ * cm_acquire_rejected_id), so the request's id gets REJECTED, status 4,
+ * and can no longer be accepted. Five times, more than the listener's
+ * backlog (4): a request its peer withdrew holds no place in it.
+ */
+static void
+inflight_withdrawn_request_is_rejected(void)
+{
+	struct rdma_cm_id *act, *pas;
+	int i, st;
+
+	for (i = 0; i < 5; i++) {
+		act = inflight_connect();
+		pas = wait_request(rdma_get_src_port(act));
+		live_destroy(act);
+		st = wait_event(pas, RDMA_CM_EVENT_REJECTED);
+		CHECK(st == CM_REJ_TIMEOUT, "REJECTED status %d, want 4", st);
+		errno = 0;
+		CHECK(rdma_accept(pas, NULL) == -1 && errno == EINVAL,
+		      "accepting a withdrawn request: errno %d", errno);
+		live_destroy(pas);
+	}
+	drain();
+	inflight_connection_still_works();
+}
+
+static void
+inflight_teardown(void)
+{
+	live_destroy(C.listen);
+	drain();
+	CHECK(nlive == 0, "%d ids alive", nlive);
+	memory_close();
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
+/* ---- CM MADs in this process's capture ----------------------------------- */
+
+static void capture_remove(void);
+
+/* DPIB_CAPTURE before the device opens: every frame it sends. */
+static void
+capture_start(void)
+{
+	snprintf(capture, sizeof(capture), "/tmp/dpib-rdmacm-%d.pcap",
+		 (int)getpid());
+	CHECK(setenv("DPIB_CAPTURE", capture, 1) == 0, "setenv");
+	atexit(capture_remove);
+}
+
+/* What the CM sent: MADs by attribute, the first REQ's comm ID, ... */
+struct sent {
+	int n[CM_ATTR_APR + 1];
+	uint32_t req_id;		/* the first REQ's Local Comm ID */
+	int req_ids;			/* REQs with another comm ID */
+	int mra_req;			/* MRAs of a REQ, for req_id */
+	uint8_t mra_timeout;
+	double after;			/* CLOCK_REALTIME, s */
+	int rep_after;			/* REPs sent after that */
+};
+
+static double
+wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static void
+sent_one(struct sent *s, const uint8_t *mad, double t)
+{
+	uint16_t a = cm_mad_attr_id(mad);
+	struct cm_req req;
+	struct cm_mra mra;
+
+	if (a > CM_ATTR_APR)
+		return;
+	s->n[a]++;
+	if (a == CM_ATTR_REQ) {
+		cm_req_unpack(mad, &req);
+		if (s->n[a] == 1)
+			s->req_id = req.local_comm_id;
+		s->req_ids += req.local_comm_id != s->req_id;
+	} else if (a == CM_ATTR_MRA) {
+		cm_mra_unpack(mad, &mra);
+		if (mra.message_mraed == CM_MRA_REQ &&
+		    mra.remote_comm_id == s->req_id) {
+			s->mra_req++;
+			s->mra_timeout = mra.service_timeout;
+		}
+	} else if (a == CM_ATTR_REP && s->after > 0 && t > s->after) {
+		s->rep_after++;
+	}
+}
+
+/* The CM MADs of the capture (frames to UDP 4791, QP 1, class CM). */
+static void
+sent_read(struct sent *s)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+
+	CHECK(pcap_open(&pf, capture) == 0, "open %s", capture);
+	while (pcap_next(&pf, &d, &len) == 1) {
+		const uint8_t *rec = d - PCAP_REC_HDR_LEN;
+		const uint8_t *udp = d + 14 + 20, *bth = udp + 8;
+		const uint8_t *mad = bth + 12 + 8;
+
+		if (len < 14 + 20 + 8 + 12 + 8 + CM_MAD_LEN || d[12] != 0x08 ||
+		    d[13] != 0 || d[14 + 9] != IPPROTO_UDP ||
+		    (udp[2] << 8 | udp[3]) != 4791 || bth[0] != UD_SEND_ONLY ||
+		    (bth[5] << 16 | bth[6] << 8 | bth[7]) != 1 ||
+		    mad[1] != CM_MGMT_CLASS)
+			continue;
+		sent_one(s, mad, pcap_u32(&pf, rec) +
+			 pcap_u32(&pf, rec + 4) * 1e-6);
+	}
+	pcap_close(&pf);
+}
+
+/* ---- mra ----------------------------------------------------------------- */
+
+/*
+ * The passive application is slow (DPIB_CM_TIMEOUT=10: the REQ resent
+ * every 8.4 ms, 15 times, would run out after ~130 ms). Its CM answers
+ * the resent REQs with an MRA (IBA 12.6.6) whose service timeout makes
+ * the active side wait rather than give up; rdma_accept 500 ms later
+ * still connects, once on each side.
+ */
+#define SLOW_ACCEPT_MS	500
+
+static void
+mra_slow_accept_still_connects(void)
+{
+	struct rdma_conn_param p = {
+		.responder_resources = C.init, .initiator_depth = C.resp,
+		.rnr_retry_count = 7,
+	};
+	struct rdma_cm_event *ev;
+	double t0 = check_now(), t_acc;
+
+	connect_active();
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	ack(ev);
+	/* The application's 500 ms: no UNREACHABLE meanwhile, and the
+	 * resent REQs are no new requests.
+	 */
+	quiet(C.ach, SLOW_ACCEPT_MS);
+	quiet(C.pch, 0);
+	qp_on(C.pas, NULL);
+	t_acc = check_now();
+	CHECK(rdma_accept(C.pas, &p) == 0, "rdma_accept: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_ESTABLISHED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	printf("# accepted after %.0f ms, active ESTABLISHED %.1f ms later\n",
+	       (t_acc - t0) * 1000, (check_now() - t_acc) * 1000);
+	ev = expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	quiet_both(QUIET_MS);
+}
+
+/* In the capture: the REQ resent (one connection), MRAs of it sent. */
+static void
+mra_answers_resent_req(void)
+{
+	struct sent s = { 0 };
+
+	sent_read(&s);
+	printf("# sent: %d REQ, %d MRA (of the REQ: %d, service timeout %u),"
+	       " %d REP, %d RTU\n", s.n[CM_ATTR_REQ], s.n[CM_ATTR_MRA],
+	       s.mra_req, s.mra_timeout, s.n[CM_ATTR_REP], s.n[CM_ATTR_RTU]);
+	CHECK(s.n[CM_ATTR_REQ] >= 2, "%d REQ sent: never resent",
+	      s.n[CM_ATTR_REQ]);
+	CHECK(s.req_ids == 0, "REQs of %d other connections", s.req_ids);
+	CHECK(s.mra_req >= 1, "no MRA of the REQ (%d MRAs)",
+	      s.n[CM_ATTR_MRA]);
+	CHECK(s.n[CM_ATTR_REJ] == 0, "%d REJ sent", s.n[CM_ATTR_REJ]);
+	CHECK(s.n[CM_ATTR_REP] >= 1 && s.n[CM_ATTR_RTU] >= 1,
+	      "%d REP, %d RTU", s.n[CM_ATTR_REP], s.n[CM_ATTR_RTU]);
+}
+
+/* ---- notify -------------------------------------------------------------- */
+
+/*
+ * Every RTU lost (DPIB_CM_LOSE=RTU=1000; DPIB_CM_TIMEOUT=14, the REP
+ * resent every 134 ms, 15 times): the active side is established, the
+ * passive one waits for an RTU that never comes. Its application sees
+ * the first receive complete and calls rdma_notify(IBV_EVENT_COMM_EST)
+ * (IBA 12.6.9: the first packet on the QP stands for the RTU): it is
+ * ESTABLISHED once, before its REP's retries run out, and never
+ * UNREACHABLE after.
+ */
+#define NOTIFY_REP_PERIOD	(2 * 4.096e-6 * (1 << 14))
+#define NOTIFY_GIVE_UP		(16 * NOTIFY_REP_PERIOD)
+
+static double accepted_at;
+static double notify_at_wall;		/* CLOCK_REALTIME, the capture's:
+					 * no REP may leave after it */
+
+/* rdma_notify on an id with no connection to establish: EINVAL. */
+static void
+notify_einval(struct rdma_cm_id *id, const char *what)
+{
+	errno = 0;
+	CHECK(rdma_notify(id, IBV_EVENT_COMM_EST) == -1 && errno == EINVAL,
+	      "rdma_notify on %s: errno %d, want EINVAL", what, errno);
+}
+
+static void
+notify_without_connection_is_einval(void)
+{
+	notify_einval(C.listen, "a listener");
+	notify_einval(C.act, "an id with its route resolved");
+}
+
+static void
+notify_rtu_lost_passive_waits(void)
+{
+	struct rdma_conn_param p = {
+		.responder_resources = C.init, .initiator_depth = C.resp,
+		.rnr_retry_count = 7,
+	};
+	struct rdma_cm_event *ev;
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp_attr a;
+
+	connect_active();
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	ack(ev);
+	notify_einval(C.pas, "a request not yet accepted");
+	notify_einval(C.act, "an id with its REQ out");
+	qp_on(C.pas, NULL);
+	accepted_at = check_now();
+	CHECK(rdma_accept(C.pas, &p) == 0, "rdma_accept: errno %d", errno);
+	CHECK(ibv_query_qp(C.pas->qp, &a, IBV_QP_STATE, &ia) == 0 &&
+	      a.qp_state == IBV_QPS_RTS, "passive QP not RTS after accept");
+	ev = expect(C.ach, RDMA_CM_EVENT_ESTABLISHED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	/* Two REP resends at least, each RTU lost: no ESTABLISHED. */
+	quiet(C.pch, QUIET_MS);
+}
+
+static void
+notify_first_receive_establishes_passive(void)
+{
+	struct rdma_cm_event *ev;
+	double took;
+
+	send_over(C.act, C.pas, 8);
+	CHECK(rdma_notify(C.pas, IBV_EVENT_COMM_EST) == 0,
+	      "rdma_notify: errno %d", errno);
+	notify_at_wall = wall_now();
+	ev = expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT);
+	took = check_now() - accepted_at;
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	printf("# passive ESTABLISHED %.0f ms after accept (gives up at "
+	       "%.0f ms)\n", took * 1000, NOTIFY_GIVE_UP * 1000);
+	CHECK(took < NOTIFY_GIVE_UP, "established after the REP's retries");
+	/* Established already: nothing to do, no second event. */
+	CHECK(rdma_notify(C.pas, IBV_EVENT_COMM_EST) == 0,
+	      "rdma_notify again: errno %d", errno);
+	CHECK(rdma_notify(C.act, IBV_EVENT_COMM_EST) == 0,
+	      "rdma_notify on the active side: errno %d", errno);
+	quiet_both(0);
+}
+
+/* Past the time the REP's retries would have run out: no UNREACHABLE,
+ * no REP sent since; the REP was resent and no RTU ever left.
+ */
+static void
+notify_no_unreachable_later(void)
+{
+	double left = accepted_at + NOTIFY_GIVE_UP + 0.3 - check_now();
+	/* A REP the worker resent just before rdma_notify may leave a
+	 * little later; one not stopped would come every 134 ms.
+	 */
+	struct sent s = { .after = notify_at_wall + 0.1 };
+
+	quiet_both(left > 0 ? (int)(left * 1000) : 0);
+	send_over(C.pas, C.act, 9);
+	sent_read(&s);
+	printf("# sent: %d REP (%d after notify), %d RTU\n", s.n[CM_ATTR_REP],
+	       s.rep_after, s.n[CM_ATTR_RTU]);
+	CHECK(s.n[CM_ATTR_REP] >= 2, "the REP was never resent");
+	CHECK(s.n[CM_ATTR_RTU] == 0, "%d RTU left: DPIB_CM_LOSE=RTU=1000?",
+	      s.n[CM_ATTR_RTU]);
+	CHECK(s.rep_after == 0, "%d REPs resent after rdma_notify",
+	      s.rep_after);
+}
+
+/* ---- nonblock ------------------------------------------------------------ */
+
+/*
+ * An event channel's fd set O_NONBLOCK with fcntl, as event loops set
+ * it: rdma_get_cm_event fails with EAGAIN rather than wait, as on the
+ * kernel's rdma_cm fd; the fd polls readable - in epoll too - exactly
+ * while events wait; and rdma_migrate_id takes an id's waiting events to
+ * its new channel.
+ */
+struct nb {
+	struct rdma_event_channel *ch[2];
+	int ep[2];			/* an epoll set for each channel */
+	struct rdma_cm_id *id[5];
+};
+
+static struct nb NB;
+
+static void
+nonblock_set(struct rdma_event_channel *ch, int on)
+{
+	int fl = fcntl(ch->fd, F_GETFL);
+
+	CHECK(fl >= 0, "F_GETFL: errno %d", errno);
+	CHECK(fcntl(ch->fd, F_SETFL, on ? fl | O_NONBLOCK :
+		    fl & ~O_NONBLOCK) == 0, "F_SETFL: errno %d", errno);
+}
+
+/* 1 when epoll reports @ch's fd readable within @ms, else 0. */
+static int
+epoll_in(int k, int ms)
+{
+	struct epoll_event e;
+	int n = epoll_wait(NB.ep[k], &e, 1, ms);
+
+	CHECK(n >= 0, "epoll_wait: errno %d", errno);
+	CHECK(n == 0 || (e.events & EPOLLIN), "epoll: events %#x", e.events);
+	return n;
+}
+
+static void
+nb_empty(int k, const char *what)
+{
+	struct rdma_cm_event *ev = NULL;
+	double t0 = check_now();
+
+	CHECK(epoll_in(k, 0) == 0, "%s: EPOLLIN with no event waiting", what);
+	errno = 0;
+	CHECK(rdma_get_cm_event(NB.ch[k], &ev) == -1 && errno == EAGAIN,
+	      "%s: empty channel gave errno %d, want EAGAIN", what, errno);
+	CHECK(check_now() - t0 < 0.1, "%s: EAGAIN after %.2f s", what,
+	      check_now() - t0);
+}
+
+/* The next event on channel @k is @type for @id (taken at once). */
+static void
+nb_take(int k, enum rdma_cm_event_type type, struct rdma_cm_id *id)
+{
+	struct rdma_cm_event *ev;
+
+	CHECK(epoll_in(k, 0) == 1, "no EPOLLIN, yet %s waits",
+	      rdma_event_str(type));
+	CHECK(rdma_get_cm_event(NB.ch[k], &ev) == 0,
+	      "%s waiting, yet errno %d", rdma_event_str(type), errno);
+	CHECK(ev->event == type && ev->id == id, "%s (for id %p), want %s "
+	      "(for %p)", rdma_event_str(ev->event), (void *)ev->id,
+	      rdma_event_str(type), (void *)id);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+}
+
+static struct rdma_cm_id *
+nb_id(int k)
+{
+	struct rdma_cm_id *id;
+
+	CHECK(rdma_create_id(NB.ch[k], &id, NULL, RDMA_PS_TCP) == 0,
+	      "id: errno %d", errno);
+	return id;
+}
+
+static void
+nb_resolve_addr(struct rdma_cm_id *id)
+{
+	struct sockaddr_in d = loopback(PORT);
+
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+}
+
+static void
+nonblock_empty_channel_eagain(void)
+{
+	struct epoll_event e = { .events = EPOLLIN };
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		NB.ch[k] = rdma_create_event_channel();
+		CHECK(NB.ch[k] != NULL, "channel: errno %d", errno);
+		NB.ep[k] = epoll_create1(EPOLL_CLOEXEC);
+		CHECK(NB.ep[k] >= 0, "epoll_create1: errno %d", errno);
+		CHECK(epoll_ctl(NB.ep[k], EPOLL_CTL_ADD, NB.ch[k]->fd, &e) == 0,
+		      "epoll_ctl: errno %d", errno);
+	}
+	nonblock_set(NB.ch[0], 1);
+	nb_empty(0, "new channel");
+	nb_empty(0, "new channel, again");
+}
+
+/* Two ids' events: EPOLLIN while one is left, none once both taken. */
+static void
+nonblock_epollin_exactly_while_events_wait(void)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		NB.id[i] = nb_id(0);
+		nb_resolve_addr(NB.id[i]);
+		CHECK(epoll_in(0, (int)(EV_WAIT * 1000)) == 1,
+		      "no ADDR_RESOLVED within %.1f s", EV_WAIT);
+		nb_take(0, RDMA_CM_EVENT_ADDR_RESOLVED, NB.id[i]);
+		nb_empty(0, "ADDR_RESOLVED taken");
+	}
+	/* rdma_resolve_route reports before it returns (no SA on RoCE). */
+	CHECK(rdma_resolve_route(NB.id[0], 2000) == 0, "resolve_route");
+	CHECK(rdma_resolve_route(NB.id[1], 2000) == 0, "resolve_route");
+	nb_take(0, RDMA_CM_EVENT_ROUTE_RESOLVED, NB.id[0]);
+	nb_take(0, RDMA_CM_EVENT_ROUTE_RESOLVED, NB.id[1]);
+	nb_empty(0, "both ROUTE_RESOLVED taken");
+}
+
+/* O_NONBLOCK cleared again: an event waiting is returned at once. */
+static void
+nonblock_cleared_blocking_get_returns_waiting_event(void)
+{
+	struct rdma_cm_event *ev;
+	double t0;
+
+	NB.id[2] = nb_id(0);
+	nb_resolve_addr(NB.id[2]);
+	CHECK(epoll_in(0, (int)(EV_WAIT * 1000)) == 1, "no ADDR_RESOLVED");
+	nonblock_set(NB.ch[0], 0);
+	t0 = check_now();
+	CHECK(rdma_get_cm_event(NB.ch[0], &ev) == 0, "errno %d", errno);
+	CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED && ev->id == NB.id[2],
+	      "%s", rdma_event_str(ev->event));
+	ack(ev);
+	CHECK(check_now() - t0 < 0.1, "took %.2f s", check_now() - t0);
+	nonblock_set(NB.ch[0], 1);
+	nb_empty(0, "blocking again, then not");
+}
+
+/*
+ * rdma_migrate_id: the id's waiting events, in order, go with it, the
+ * other ids' stay; each fd's readiness follows its count. The new
+ * channel blocks (no O_NONBLOCK): events waiting come at once.
+ */
+static void
+nonblock_migrate_moves_waiting_events(void)
+{
+	struct rdma_cm_id *a, *b = NB.id[2];
+
+	a = NB.id[3] = nb_id(0);
+	nb_resolve_addr(a);
+	CHECK(epoll_in(0, (int)(EV_WAIT * 1000)) == 1, "no ADDR_RESOLVED");
+	CHECK(rdma_resolve_route(a, 2000) == 0, "resolve_route");
+	CHECK(rdma_resolve_route(b, 2000) == 0, "resolve_route");
+	/* channel 0: a's ADDR_RESOLVED and ROUTE_RESOLVED, b's ROUTE */
+	CHECK(rdma_migrate_id(a, NB.ch[1]) == 0, "migrate: errno %d", errno);
+	CHECK(a->channel == NB.ch[1], "id->channel not the new one");
+	nb_take(1, RDMA_CM_EVENT_ADDR_RESOLVED, a);
+	nb_take(1, RDMA_CM_EVENT_ROUTE_RESOLVED, a);
+	nonblock_set(NB.ch[1], 1);
+	nb_empty(1, "a's events taken from its new channel");
+	nb_take(0, RDMA_CM_EVENT_ROUTE_RESOLVED, b);
+	nb_empty(0, "b's event taken from the old channel");
+}
+
+/* An id with the only event waiting migrates: the old fd goes quiet,
+ * the new one polls readable, and the id's next events come there.
+ */
+static void
+nonblock_migrate_only_waiting_event(void)
+{
+	struct rdma_cm_id *c = NB.id[4] = nb_id(0);
+
+	nb_resolve_addr(c);
+	CHECK(epoll_in(0, (int)(EV_WAIT * 1000)) == 1, "no ADDR_RESOLVED");
+	CHECK(rdma_migrate_id(c, NB.ch[1]) == 0, "migrate: errno %d", errno);
+	nb_empty(0, "the only waiting event migrated away");
+	nb_take(1, RDMA_CM_EVENT_ADDR_RESOLVED, c);
+	nb_empty(1, "taken");
+	CHECK(rdma_resolve_route(c, 2000) == 0, "resolve_route");
+	nb_empty(0, "old channel after the migration");
+	nb_take(1, RDMA_CM_EVENT_ROUTE_RESOLVED, c);
+	nb_empty(1, "all taken");
+}
+
+/*
+ * A connection driven by one epoll set on both channels, both
+ * O_NONBLOCK, as an event loop drives it: every EPOLLIN has an event to
+ * take, the loop takes them until EAGAIN, and each event comes once.
+ */
+#define NB_ACTIVE	(EVBIT(ADDR_RESOLVED) | EVBIT(ROUTE_RESOLVED) | \
+			 EVBIT(ESTABLISHED) | EVBIT(DISCONNECTED) | \
+			 EVBIT(TIMEWAIT_EXIT))
+#define NB_PASSIVE	(EVBIT(CONNECT_REQUEST) | EVBIT(ESTABLISHED) | \
+			 EVBIT(DISCONNECTED) | EVBIT(TIMEWAIT_EXIT))
+
+/* The loop's answer to one event of the active (@k 0) or passive side. */
+static void
+nb_handle(int k, struct rdma_cm_event *ev, uint32_t *seen)
+{
+	struct rdma_conn_param p = {
+		.responder_resources = 1, .initiator_depth = 1,
+		.rnr_retry_count = 7,
+	};
+	enum rdma_cm_event_type t = ev->event;
+
+	CHECK(ev->status == 0, "%s: status %d", rdma_event_str(t),
+	      ev->status);
+	CHECK((unsigned int)t < 32 && ((k ? NB_PASSIVE : NB_ACTIVE) &
+	      (1u << t)), "%s on the %s side", rdma_event_str(t),
+	      k ? "passive" : "active");
+	CHECK(!(seen[k] & (1u << t)), "a second %s", rdma_event_str(t));
+	seen[k] |= 1u << t;
+	if (t == RDMA_CM_EVENT_CONNECT_REQUEST)
+		C.pas = ev->id;
+	CHECK(ev->id == (k ? C.pas : C.act), "%s for another id",
+	      rdma_event_str(t));
+	ack(ev);
+	if (t == RDMA_CM_EVENT_ADDR_RESOLVED) {
+		CHECK(rdma_resolve_route(C.act, 2000) == 0, "resolve_route");
+	} else if (t == RDMA_CM_EVENT_ROUTE_RESOLVED) {
+		qp_on(C.act, C.acq);
+		connect_active();
+	} else if (t == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		qp_on(C.pas, NULL);
+		CHECK(rdma_accept(C.pas, &p) == 0, "accept: errno %d", errno);
+	} else if (t == RDMA_CM_EVENT_ESTABLISHED && k == 0) {
+		send_over(C.act, C.pas, 21);
+		CHECK(rdma_disconnect(C.act) == 0, "disconnect");
+	} else if (t == RDMA_CM_EVENT_DISCONNECTED && k == 1) {
+		CHECK(rdma_disconnect(C.pas) == 0, "disconnect");
+	}
+}
+
+static void
+nonblock_connection_driven_by_epoll(void)
+{
+	struct sockaddr_in d = loopback(PORT);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct epoll_event e[2];
+	uint32_t seen[2] = { 0, 0 };
+	double end;
+	int ep, n, i, k, got;
+
+	channels_open();
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ep >= 0, "epoll_create1: errno %d", errno);
+	for (k = 0; k < 2; k++) {
+		struct epoll_event ee = { .events = EPOLLIN, .data.u32 = k };
+
+		ch = k ? C.pch : C.ach;
+		nonblock_set(ch, 1);
+		CHECK(epoll_ctl(ep, EPOLL_CTL_ADD, ch->fd, &ee) == 0,
+		      "epoll_ctl: errno %d", errno);
+	}
+	listen_on(PORT);
+	memory_open(C.listen->verbs);
+	C.resp = C.init = 1;
+	CHECK(rdma_create_id(C.ach, &C.act, NULL, RDMA_PS_TCP) == 0, "id");
+	CHECK(rdma_resolve_addr(C.act, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	end = check_now() + 10;
+	while (seen[0] != NB_ACTIVE || seen[1] != NB_PASSIVE) {
+		CHECK(check_now() < end, "after 10 s: active %#x, passive %#x",
+		      seen[0], seen[1]);
+		n = epoll_wait(ep, e, 2, 100);
+		CHECK(n >= 0, "epoll_wait: errno %d", errno);
+		for (i = 0; i < n; i++) {
+			k = (int)e[i].data.u32;
+			ch = k ? C.pch : C.ach;
+			for (got = 0; rdma_get_cm_event(ch, &ev) == 0; got++)
+				nb_handle(k, ev, seen);
+			CHECK(errno == EAGAIN, "rdma_get_cm_event: errno %d",
+			      errno);
+			CHECK(got > 0, "EPOLLIN with no event to take");
+		}
+	}
+	close(ep);
+	quiet_both(QUIET_MS);
+	destroy_brings_no_event();
+}
+
+static void
+nonblock_teardown_ids(void)
+{
+	int i;
+
+	for (i = 0; i < 5; i++)
+		if (NB.id[i] != NULL)
+			CHECK(rdma_destroy_id(NB.id[i]) == 0, "destroy");
+	nb_empty(0, "ids destroyed");
+	nb_empty(1, "ids destroyed");
+	for (i = 0; i < 2; i++) {
+		close(NB.ep[i]);
+		rdma_destroy_event_channel(NB.ch[i]);
+	}
+	memset(&NB, 0, sizeof(NB));
+}
+
 /* ---- main -------------------------------------------------------------- */
 
 static void
@@ -2260,6 +3350,43 @@ main(int argc, char **argv)
 		RUN(rxe_req_fields_as_rxe);
 		RUN(rxe_each_side_sends_from_the_psn_its_peer_stated);
 		RUN(rxe_rep_fields_as_rxe);
+	} else if (strcmp(scenario, "inflight") == 0) {
+		RUN(inflight_setup);
+		RUN(inflight_requests_withdrawn);
+		RUN(inflight_requests_destroyed_unanswered);
+		RUN(inflight_connections_destroyed);
+		RUN(inflight_leaks_nothing);
+		RUN(inflight_no_mad_waited_for_a_resend);
+		RUN(inflight_connection_still_works);
+		RUN(inflight_withdrawn_request_is_rejected);
+		RUN(inflight_teardown);
+	} else if (strcmp(scenario, "mra") == 0) {
+		capture_start();
+		RUN(listen_and_resolve);
+		RUN(mra_slow_accept_still_connects);
+		RUN(mra_answers_resent_req);
+		RUN(send_and_write_over_connection);
+		RUN(disconnect_once_each_side);
+		RUN(timewait_exit_once_each_side);
+		RUN(destroy_brings_no_event);
+	} else if (strcmp(scenario, "notify") == 0) {
+		capture_start();
+		RUN(listen_and_resolve);
+		RUN(notify_without_connection_is_einval);
+		RUN(notify_rtu_lost_passive_waits);
+		RUN(notify_first_receive_establishes_passive);
+		RUN(notify_no_unreachable_later);
+		RUN(disconnect_once_each_side);
+		RUN(timewait_exit_once_each_side);
+		RUN(destroy_brings_no_event);
+	} else if (strcmp(scenario, "nonblock") == 0) {
+		RUN(nonblock_empty_channel_eagain);
+		RUN(nonblock_epollin_exactly_while_events_wait);
+		RUN(nonblock_cleared_blocking_get_returns_waiting_event);
+		RUN(nonblock_migrate_moves_waiting_events);
+		RUN(nonblock_migrate_only_waiting_event);
+		RUN(nonblock_teardown_ids);
+		RUN(nonblock_connection_driven_by_epoll);
 	} else {
 		fprintf(stderr, "usage: %s connect|lost|reject|unreachable|"
 			"forged|rxe\n", argv[0]);

@@ -181,11 +181,22 @@ ud_multicast(void)
 	connect_qp(m2, 0);
 	CHECK(ibv_attach_mcast(rcq, &mgid, 0) == EINVAL, "RC QP attached");
 	{
-		union ibv_gid uni;
+		union ibv_gid uni, v6, zero = { .raw = { 0 } };
+		union ibv_gid grp6 = { .raw = { 0xff, 0x0e, [14] = 0x12,
+						[15] = 0x34 } };
 
 		CHECK(ibv_query_gid(ctx, 1, 0, &uni) == 0, "gid");
 		CHECK(ibv_attach_mcast(m1, &uni, 0) == EINVAL,
 		      "unicast GID attached");
+		/* An IPv6 group only on a device with an IPv6 GID (index 1). */
+		CHECK(ibv_query_gid(ctx, 1, 1, &v6) == 0, "gid 1");
+		if (memcmp(&v6, &zero, sizeof(v6)) == 0)
+			CHECK(ibv_attach_mcast(m1, &grp6, 0) == EINVAL,
+			      "IPv6 group attached without an IPv6 address");
+		else
+			CHECK(ibv_attach_mcast(m1, &grp6, 0) == 0 &&
+			      ibv_detach_mcast(m1, &grp6, 0) == 0,
+			      "IPv6 group");
 	}
 	CHECK(ibv_attach_mcast(m1, &mgid, 0) == 0, "attach m1");
 	CHECK(ibv_attach_mcast(m2, &mgid, 0) == 0, "attach m2");

@@ -726,14 +726,24 @@ int
 cm_send_rej(struct cma_id *c, uint16_t reason, const void *pdata,
 	    uint8_t len)
 {
+	/* The message rejected, as ib_cm says it: a REQ we were asked, a
+	 * REP we got; anything else (our own REQ withdrawn) is "other".
+	 */
 	struct cm_rej m = {
 		.local_comm_id = c->local_id, .remote_comm_id = c->remote_id,
 		.reason = reason,
-		.message_rejected = c->state == CS_REP_SENT ||
-			c->state == CS_REP_RCVD ? CM_REJ_REP : CM_REJ_REQ,
+		.message_rejected = c->state == CS_REQ_RCVD ? CM_REJ_REQ :
+			c->state == CS_REP_RCVD ? CM_REJ_REP : CM_REJ_OTHER,
 	};
 	uint8_t mad[CM_MAD_LEN];
 
+	/* A timeout REJ names our CA GUID (IBA Table 103): the peer may not
+	 * know our comm ID yet and finds the connection by the pair.
+	 */
+	if (reason == CM_REJ_TIMEOUT) {
+		memcpy(m.ari, &c->dev->guid, sizeof(c->dev->guid));
+		m.ari_length = sizeof(c->dev->guid);
+	}
 	if (len)
 		memcpy(m.private_data, pdata,
 		       len > CM_REJ_PDATA ? CM_REJ_PDATA : len);
@@ -1129,7 +1139,7 @@ duplicate_req(const struct cm_req *m)
 	TAILQ_FOREACH(c, &cma.ids, link)
 		if (c->remote_id == m->local_comm_id &&
 		    c->remote_guid == m->local_ca_guid && c->local_id != 0 &&
-		    !c->destroying && c->listener != NULL)
+		    !c->destroying && c->passive)
 			return c;
 	return NULL;
 }
@@ -1150,6 +1160,7 @@ passive_id(struct cma_id *l, struct cma_dev *d, const union ibv_gid *src,
 		return NULL;
 	c->listener = l;
 	c->passive = 1;
+	c->counted = 1;
 	l->pending++;
 	c->dev = d;
 	c->id.verbs = d->verbs;
@@ -1372,6 +1383,7 @@ on_rep(const uint8_t *mad)
 	} else {
 		err = cm_qp_rtr_rts(c);
 		if (err) {
+			c->state = CS_REP_RCVD;	/* the REP is what we refuse */
 			(void)cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, NULL, 0);
 			c->state = CS_ERROR;
 			cma_report(c, RDMA_CM_EVENT_CONNECT_ERROR, -err);
@@ -1406,6 +1418,17 @@ on_rtu(const uint8_t *mad)
 	cm_established(c);
 }
 
+/* A request stops counting against its listener's backlog once it is
+ * answered, withdrawn or gone.
+ */
+void
+cm_release_pending(struct cma_id *c)
+{
+	if (c->counted && c->listener != NULL)
+		c->listener->pending--;
+	c->counted = 0;
+}
+
 /* The passive side's connection is up: an RTU, or (rdma_notify) the
  * first packet on the QP when the RTU was lost.
  */
@@ -1415,6 +1438,36 @@ cm_established(struct cma_id *c)
 	stop_retry(c);
 	c->state = CS_ESTABLISHED;
 	conn_event(c, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+}
+
+/*
+ * The connection a REJ is about. A timeout REJ carries its sender's CA
+ * GUID in the ARI, and the pair (GUID, comm ID) finds the connection even
+ * when the sender never learnt our comm ID (a REQ withdrawn before the
+ * REP); a REJ of our REQ has only our comm ID to go by, and is taken only
+ * while we know no comm ID of the peer's; any other must name both ends.
+ */
+static struct cma_id *
+rejected_id(const struct cm_rej *m)
+{
+	struct cma_id *c;
+	uint64_t guid;
+
+	if (m->reason == CM_REJ_TIMEOUT && m->ari_length >= sizeof(guid)) {
+		memcpy(&guid, m->ari, sizeof(guid));
+		guid = be64toh(guid);
+		TAILQ_FOREACH(c, &cma.ids, link)
+			if (c->remote_id == m->local_comm_id &&
+			    c->remote_guid == guid && c->local_id != 0 &&
+			    !c->destroying)
+				return c;
+	}
+	c = by_local_id(m->remote_comm_id);
+	/* Of our REQ: only while we know no comm ID of the peer's yet. */
+	if (c != NULL && c->remote_id != (m->message_rejected == CM_REJ_REQ ?
+					  0 : m->local_comm_id))
+		return NULL;
+	return c;
 }
 
 static void
@@ -1428,16 +1481,23 @@ on_rej(const uint8_t *mad)
 		drop(DROP_BODY, "REJ");
 		return;
 	}
-	c = by_local_id(m.remote_comm_id);
-	if (c == NULL || (c->state != CS_REQ_SENT && c->state != CS_REP_SENT &&
-			  c->state != CS_REP_RCVD) ||
-	    (c->state != CS_REQ_SENT && c->remote_id != m.local_comm_id)) {
+	c = rejected_id(&m);
+	if (c == NULL || (c->state != CS_REQ_SENT && c->state != CS_REP_RCVD &&
+			  c->state != CS_REQ_RCVD && c->state != CS_REP_SENT &&
+			  c->state != CS_ESTABLISHED)) {
 		drop(DROP_MATCH, "REJ");
 		return;
 	}
 	stop_retry(c);
 	(void)cm_qp_error(c);
-	c->state = CS_ERROR;
+	cm_release_pending(c);
+	/* Established: the connection was the peer's (RTU lost) until now;
+	 * it goes through time-wait as a disconnection would (ib_cm).
+	 */
+	if (c->state == CS_ESTABLISHED)
+		enter_timewait(c);
+	else
+		c->state = CS_ERROR;
 	e = cma_event_new(c, RDMA_CM_EVENT_REJECTED, m.reason);
 	if (e == NULL)
 		return;

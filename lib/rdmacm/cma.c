@@ -447,9 +447,7 @@ rdma_destroy_id(struct rdma_cm_id *id)
 	c->destroying = 1;
 	cm_id_detach(c);
 	mc_leave_all(c);
-	if (c->listener != NULL && (c->state == CS_REQ_RCVD ||
-				    c->state == CS_SIDR_REQ_RCVD))
-		c->listener->pending--;
+	cm_release_pending(c);
 	TAILQ_FOREACH(o, &cma.ids, link)
 		if (o->listener == c)
 			o->listener = NULL;
@@ -980,9 +978,7 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		p = *conn_param;
 	pthread_mutex_lock(&cma.lock);
 	if (c->state == CS_SIDR_REQ_RCVD) {
-		if (c->listener != NULL)
-			c->listener->pending--;
-		c->listener = NULL;
+		cm_release_pending(c);
 		err = cm_send_sidr_rep(c, CM_SIDR_SUCCESS, p.private_data,
 				       p.private_data_len);
 		pthread_mutex_unlock(&cma.lock);
@@ -1023,8 +1019,7 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		}
 	}
 	if (!err) {
-		if (c->listener != NULL)
-			c->listener->pending--;
+		cm_release_pending(c);
 		err = cm_send_rep(c, &p);
 	}
 	pthread_mutex_unlock(&cma.lock);
@@ -1048,10 +1043,8 @@ reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
 	} else {
 		err = EINVAL;
 	}
-	if (!err && c->listener != NULL) {
-		c->listener->pending--;
-		c->listener = NULL;
-	}
+	if (!err)
+		cm_release_pending(c);
 	pthread_mutex_unlock(&cma.lock);
 	return err ? ERR(err) : 0;
 }
@@ -1233,7 +1226,7 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 }
 
 /* ---- multicast (UD): RoCE groups need no SA; the group's GID is its
- * IP address (IPv4-mapped), joined by attaching the id's QP.
+ * IP address (IPv4-mapped for IPv4), joined by attaching the id's QP.
  */
 static int
 join(struct cma_id *c, struct sockaddr *addr, void *context)

@@ -101,6 +101,7 @@ struct cma_id {
 	struct cma_id *listener;	/* a request's listening id */
 	int passive;			/* made by a request: shares the
 					 * listener's port, owns none */
+	int counted;			/* in its listener's pending */
 	int qp_owned;			/* rdma_create_qp made id->qp */
 	int ud;				/* RDMA_PS_UDP or IBV_QPT_UD */
 
@@ -224,6 +225,7 @@ int cm_send_sidr_rep(struct cma_id *c, uint8_t status, const void *pdata,
 		     uint8_t len);
 int cm_send_mra(struct cma_id *c);
 void cm_established(struct cma_id *c);
+void cm_release_pending(struct cma_id *c);
 void cm_listen_started(void);
 void cm_id_detach(struct cma_id *c);
 int cm_qp_init(struct cma_id *c, struct ibv_qp *qp);

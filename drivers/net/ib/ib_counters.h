@@ -21,7 +21,6 @@
 	X(TX_LOOPBACK_DROP,	"tx_drop_loopback_full") \
 	X(RX_NOT_ROCE,		"rx_drop_not_roce") \
 	X(RX_BAD_VLAN,		"rx_drop_vlan_mismatch") \
-	X(RX_MCAST6,		"rx_drop_ipv6_multicast") \
 	X(RX_BAD_LEN,		"rx_drop_bad_length") \
 	X(RX_BAD_ICRC,		"rx_drop_bad_icrc") \
 	X(RX_BAD_VERSION,	"rx_drop_bad_version") \

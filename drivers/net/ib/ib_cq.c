@@ -125,6 +125,15 @@ cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 	if (cq->ts != NULL)
 		cq->ts[prod & cq->q.mask] = cq_stamp(cq);
 	ib_queue_publish(&cq->q, prod + 1);
+	/*
+	 * A waiter arms, then polls; we publish, then look at the arm. Each
+	 * side stores then loads the other's word, which x86 may reorder:
+	 * without a full fence on both sides each could miss the other and
+	 * the waiter sleeps on a completion already there. Only a CQ with a
+	 * completion channel has waiters, so only it pays for the fence.
+	 */
+	if (cq->channel != NULL)
+		rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 	if (unlikely(__atomic_load_n(&cq->armed, __ATOMIC_RELAXED)))
 		cq_notify(cq, wc, solicited);
 	return 0;
@@ -151,6 +160,8 @@ ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only)
 
 	__atomic_store_n(&cq->armed, solicited_only ? IB_CQ_ARM_SOLICITED :
 			 IB_CQ_ARM_NEXT, __ATOMIC_RELEASE);
+	/* The other half of cq_push's fence: the caller's next poll. */
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
 	return 0;
 }
 

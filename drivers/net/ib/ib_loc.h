@@ -162,7 +162,7 @@ void ib_fault_nak_seq(struct ib_dev *dev, uint32_t dest_qpn);
 /* ib_mcast.c */
 int ib_mcast_change(struct ib_qp *qp, const union ibv_gid *gid, int attach);
 void ib_mcast_forget_qp(struct ib_qp *qp);
-struct ib_mcast_group *ib_mcast_lookup(struct ib_dev *dev, uint32_t ip);
+struct ib_mcast_group *ib_mcast_lookup(struct ib_dev *dev, const uint8_t *l3);
 
 /* ib_ah.c */
 int ib_ah_create(struct ib_dev *dev, struct ibv_ah_attr *attr,

@@ -2,39 +2,57 @@
  * Copyright(c) 2026 dpib authors
  */
 /*
- * Multicast groups for UD QPs (ibv_attach_mcast): RoCEv2 over IPv4 uses
- * IPv4-mapped multicast GIDs (::ffff:224.0.0.0/4). A packet to such an
- * address with destination QP 0xFFFFFF reaches every attached QP (IBA
- * 10.5.2.4). The table changes on the engine (ib_engine_exec), which is
- * also the only reader.
+ * Multicast groups for UD QPs (ibv_attach_mcast). On RoCEv2 a group's GID
+ * is its IP multicast address: an IPv6 one (ff00::/8) as it is, an IPv4
+ * one (224.0.0.0/4) IPv4-mapped (::ffff:224.0.0.0/4). A group of a family
+ * the device has no address of, or any other GID, is EINVAL. A packet to
+ * a group's address with destination QP 0xFFFFFF reaches every attached
+ * QP (IBA 10.5.2.4), whichever engine owns it (ib_rx.c).
+ *
+ * The device's own multicast is not looped back as frames to its own MAC
+ * are (ib_tx.c): it goes to the port (MAC 33:33:xx:xx:xx:xx or
+ * 01:00:5e:xx:xx:xx) and comes back only where the port returns it (a
+ * net_ring loopback port returns every frame).
+ *
+ * The table changes on the engine (ib_engine_exec: no engine runs a pass
+ * meanwhile); engines read it per multicast frame received. It is small
+ * and scanned whole: the key compares as two 64-bit words, the low one
+ * (which holds an IPv4 group's address) first.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
+#include <rte_ip.h>
 
 #include "ib_hca.h"
 
 struct mcast_op {
 	struct ib_qp *qp;
-	uint32_t ip;
+	union ibv_gid gid;
 	int attach;
 	int err;
 };
 
 static struct ib_mcast_group *
-group_find(struct ib_dev *dev, uint32_t ip)
+group_find(struct ib_dev *dev, const union ibv_gid *gid)
 {
+	struct ib_mcast_group *g;
 	uint32_t i;
 
-	for (i = 0; i < IB_MAX_MCAST_GRP; i++)
-		if (dev->mcast[i].nqp != 0 && dev->mcast[i].ip == ip)
-			return &dev->mcast[i];
+	for (i = 0; i < IB_MAX_MCAST_GRP; i++) {
+		g = &dev->mcast[i];
+		if (g->nqp != 0 &&
+		    g->gid.global.interface_id == gid->global.interface_id &&
+		    g->gid.global.subnet_prefix == gid->global.subnet_prefix)
+			return g;
+	}
 	return NULL;
 }
 
 static int
-group_attach(struct ib_dev *dev, struct ib_qp *qp, uint32_t ip)
+group_attach(struct ib_dev *dev, struct ib_qp *qp, const union ibv_gid *gid)
 {
-	struct ib_mcast_group *g = group_find(dev, ip);
+	struct ib_mcast_group *g = group_find(dev, gid);
 	uint32_t i;
 
 	if (g == NULL) {
@@ -43,7 +61,7 @@ group_attach(struct ib_dev *dev, struct ib_qp *qp, uint32_t ip)
 		if (i == IB_MAX_MCAST_GRP)
 			return ENOMEM;
 		g = &dev->mcast[i];
-		g->ip = ip;
+		g->gid = *gid;
 	}
 	for (i = 0; i < g->nqp; i++)
 		if (g->qps[i] == qp)
@@ -55,9 +73,9 @@ group_attach(struct ib_dev *dev, struct ib_qp *qp, uint32_t ip)
 }
 
 static int
-group_detach(struct ib_dev *dev, struct ib_qp *qp, uint32_t ip)
+group_detach(struct ib_dev *dev, struct ib_qp *qp, const union ibv_gid *gid)
 {
-	struct ib_mcast_group *g = group_find(dev, ip);
+	struct ib_mcast_group *g = group_find(dev, gid);
 	uint32_t i;
 
 	if (g == NULL)
@@ -76,24 +94,40 @@ mcast_apply(void *arg)
 	struct mcast_op *op = arg;
 	struct ib_dev *dev = op->qp->dev;
 
-	op->err = op->attach ? group_attach(dev, op->qp, op->ip) :
-			       group_detach(dev, op->qp, op->ip);
+	op->err = op->attach ? group_attach(dev, op->qp, &op->gid) :
+			       group_detach(dev, op->qp, &op->gid);
+}
+
+/*
+ * A multicast GID the device can hear: IPv6 multicast (RFC 4291 2.7) on a
+ * device with an IPv6 address, IPv4-mapped (RFC 4291 2.5.5.2) IPv4
+ * multicast on one with an IPv4 address. Receive takes no frame of a
+ * family the device has no address of (ib_rx.c), so such a group would
+ * stay silent.
+ */
+static int
+gid_is_group(const struct ib_dev *dev, const union ibv_gid *gid)
+{
+	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
+	uint32_t ip;
+
+	if (gid->raw[0] == 0xff)
+		return dev->conf.has_ip6;
+	if (memcmp(gid->raw, v4map, sizeof(v4map)) != 0)
+		return 0;
+	memcpy(&ip, &gid->raw[12], 4);
+	return dev->conf.ip != 0 && ib_ipv4_is_mcast(ip);
 }
 
 int
 ib_mcast_change(struct ib_qp *qp, const union ibv_gid *gid, int attach)
 {
-	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
 	struct mcast_op op = { .qp = qp, .attach = attach };
 	int err;
 
-	if (qp->ibv.qp_type != IBV_QPT_UD)
+	if (qp->ibv.qp_type != IBV_QPT_UD || !gid_is_group(qp->dev, gid))
 		return EINVAL;
-	if (memcmp(gid->raw, v4map, sizeof(v4map)) != 0)
-		return EINVAL;	/* only IPv4-mapped GIDs: no IPv6 yet */
-	memcpy(&op.ip, &gid->raw[12], 4);
-	if (!ib_ipv4_is_mcast(op.ip))
-		return EINVAL;
+	op.gid = *gid;
 	err = ib_engine_exec(qp->dev, mcast_apply, &op);
 	return err ? err : op.err;
 }
@@ -113,9 +147,20 @@ ib_mcast_forget_qp(struct ib_qp *qp)
 	}
 }
 
-/* Engine: the QPs a multicast packet to @ip goes to (may be none). */
+/*
+ * Engine: the QPs a multicast packet goes to (may be none), by the
+ * destination address of its IPv4 or IPv6 header @l3.
+ */
 struct ib_mcast_group *
-ib_mcast_lookup(struct ib_dev *dev, uint32_t ip)
+ib_mcast_lookup(struct ib_dev *dev, const uint8_t *l3)
 {
-	return group_find(dev, ip);
+	union ibv_gid gid = { .raw = { [10] = 0xff, [11] = 0xff } };
+
+	if ((l3[0] >> 4) == 6)
+		memcpy(gid.raw, l3 + offsetof(struct rte_ipv6_hdr, dst_addr),
+		       sizeof(gid.raw));
+	else
+		memcpy(&gid.raw[12],
+		       l3 + offsetof(struct rte_ipv4_hdr, dst_addr), 4);
+	return group_find(dev, &gid);
 }

@@ -6,6 +6,7 @@
  * validation in IBA 9.6 order, the packet parsed once (ib_pkt.h), and its
  * delivery to the responder or the completer of its QP.
  */
+#include <stddef.h>
 #include <string.h>
 #include <rte_ip.h>
 #include <rte_udp.h>
@@ -129,15 +130,16 @@ rx_handoff(struct ib_dev *dev, struct ib_shard *to, struct rte_mbuf *m)
 }
 
 /*
- * A UD packet to a multicast group: one copy per attached QP. Members on
- * other engines get the frame itself (a reference each engine), and
- * deliver to their own members only.
+ * A UD packet to a multicast group, IPv4 or IPv6: one copy per attached
+ * QP, each with the frame's IP header in its GRH area as for unicast.
+ * Members on other engines get the frame itself (a reference each
+ * engine), and deliver to their own members only.
  */
 static void
-rx_multicast(struct ib_dev *dev, uint32_t ip, uint32_t qpn, struct ib_pkt *p,
+rx_multicast(struct ib_dev *dev, uint32_t qpn, struct ib_pkt *p,
 	     struct rte_mbuf *m, int handed)
 {
-	struct ib_mcast_group *g = ib_mcast_lookup(dev, ip);
+	struct ib_mcast_group *g = ib_mcast_lookup(dev, p->ip);
 	struct ib_shard *self = ib_sh(dev);
 	uint32_t i, others = 0;
 
@@ -357,14 +359,10 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed)
 	ib_pkt_parse(&pkt, bth, paylen, l3);
 	if (unlikely(m->nb_segs > 1))
 		pkt.payload = rte_pktmbuf_mtod(m->next, uint8_t *);
-	if (unlikely(l3len == IP6_LEN && l3[24] == 0xff)) {
-		ib_count(dev, IB_CNT_RX_MCAST6);	/* no IPv6 groups */
-		goto free;
-	}
-	if (unlikely(l3len == IP_LEN &&
-		     ib_ipv4_is_mcast(((struct rte_ipv4_hdr *)l3)->dst_addr))) {
-		rx_multicast(dev, ((struct rte_ipv4_hdr *)l3)->dst_addr, qpn,
-			     &pkt, m, handed);
+	if (unlikely(l3len == IP_LEN ?
+		     ib_ipv4_is_mcast(((struct rte_ipv4_hdr *)l3)->dst_addr) :
+		     l3[offsetof(struct rte_ipv6_hdr, dst_addr)] == 0xff)) {
+		rx_multicast(dev, qpn, &pkt, m, handed);
 		goto free;
 	}
 	qp = qpn < IB_MAX_QP ?

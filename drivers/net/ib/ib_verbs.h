@@ -497,8 +497,13 @@ enum ib_qp_sched {
 };
 
 
+/*
+ * A multicast group, keyed by its GID: on RoCEv2 the IPv6 multicast
+ * address itself (ff00::/8, RFC 4291 2.7), an IPv4 one as its IPv4-mapped
+ * GID (::ffff:224.0.0.0/4, RFC 4291 2.5.5.2).
+ */
 struct ib_mcast_group {
-	uint32_t ip;			/* network order */
+	union ibv_gid gid;
 	uint32_t nqp;			/* 0: the slot is free */
 	struct ib_qp *qps[IB_MAX_MCAST_QPS];
 };
