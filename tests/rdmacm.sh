@@ -198,6 +198,8 @@ af_packet_link() {
 	conf=([a]="$tmp/a.conf" [b]="$tmp/b.conf")
 	ip=([a]=192.0.2.11 [b]=192.0.2.12)
 	rows af_packet
+	T=60 cm_pair af_packet cmtime_ok a b "cmtime -b ${ip[a]}" \
+		"cmtime -s ${ip[a]} -c 1000" stays
 }
 
 case $which in
