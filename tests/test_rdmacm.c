@@ -303,46 +303,43 @@ send_over(struct rdma_cm_id *from, struct rdma_cm_id *to, uint32_t seed)
 	CHECK(memcmp(src, dst, MSG_LEN) == 0, "SEND: bytes differ");
 }
 
-/* An RDMA WRITE from the active QP into the passive side's memory. */
+/*
+ * An RDMA WRITE (or READ) by the active QP into (or of) the passive
+ * side's memory: 512 bytes of pattern @seed arrive intact.
+ */
+static void
+rdma_over(enum ibv_wr_opcode op, uint32_t seed)
+{
+	int rd = op == IBV_WR_RDMA_READ;
+	uint8_t *local = C.buf + 2048, *remote = C.buf + 4096;
+	uint8_t *src = rd ? remote : local, *dst = rd ? local : remote;
+	struct ibv_sge s = { .addr = (uintptr_t)local, .length = 512,
+			     .lkey = C.mr->lkey };
+	struct ibv_send_wr wr = {
+		.sg_list = &s, .num_sge = 1, .opcode = op,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = (uintptr_t)remote,
+			     .rkey = C.mr->rkey },
+	}, *bad;
+	const char *what = rd ? "READ" : "WRITE";
+
+	fill_pattern(src, 512, seed);
+	memset(dst, 0, 512);
+	CHECK(ibv_post_send(C.act->qp, &wr, &bad) == 0, "post %s", what);
+	wc_ok(C.acq, rd ? IBV_WC_RDMA_READ : IBV_WC_RDMA_WRITE, 0, what);
+	CHECK(memcmp(src, dst, 512) == 0, "%s: bytes differ", what);
+}
+
 static void
 write_over(uint32_t seed)
 {
-	uint8_t *src = C.buf + 2048, *dst = C.buf + 4096;
-	struct ibv_sge s = { .addr = (uintptr_t)src, .length = 512,
-			     .lkey = C.mr->lkey };
-	struct ibv_send_wr wr = {
-		.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)dst,
-			     .rkey = C.mr->rkey },
-	}, *bad;
-
-	fill_pattern(src, 512, seed);
-	memset(dst, 0, 512);
-	CHECK(ibv_post_send(C.act->qp, &wr, &bad) == 0, "post WRITE");
-	wc_ok(C.acq, IBV_WC_RDMA_WRITE, 0, "WRITE");
-	CHECK(memcmp(src, dst, 512) == 0, "WRITE: bytes differ");
+	rdma_over(IBV_WR_RDMA_WRITE, seed);
 }
 
-/* An RDMA READ by the active QP of the passive side's memory. */
 static void
 read_over(uint32_t seed)
 {
-	uint8_t *src = C.buf + 4096, *dst = C.buf + 2048;
-	struct ibv_sge s = { .addr = (uintptr_t)dst, .length = 512,
-			     .lkey = C.mr->lkey };
-	struct ibv_send_wr wr = {
-		.sg_list = &s, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
-		.send_flags = IBV_SEND_SIGNALED,
-		.wr.rdma = { .remote_addr = (uintptr_t)src,
-			     .rkey = C.mr->rkey },
-	}, *bad;
-
-	fill_pattern(src, 512, seed);
-	memset(dst, 0, 512);
-	CHECK(ibv_post_send(C.act->qp, &wr, &bad) == 0, "post READ");
-	wc_ok(C.acq, IBV_WC_RDMA_READ, 0, "READ");
-	CHECK(memcmp(src, dst, 512) == 0, "READ: bytes differ");
+	rdma_over(IBV_WR_RDMA_READ, seed);
 }
 
 /* ---- the scenario steps ---------------------------------------------- */
