@@ -413,6 +413,7 @@ cm_start(void)
 	if (err)
 		return err;
 	cma.ready = 1;
+	cma.pid = getpid();
 	atexit(cm_fini);
 	return 0;
 }
@@ -1918,7 +1919,10 @@ cm_fini(void)
 	uint64_t end;
 	int k, tries;
 
-	if (!cma.ready)
+	/* A forked child inherits the handler, not the worker or the
+	 * connections (they are its parent's).
+	 */
+	if (!cma.ready || getpid() != cma.pid)
 		return;
 	/* A thread that exit() left inside a CM call holds the lock. */
 	for (tries = 0; pthread_mutex_trylock(&cma.lock) != 0; tries++) {

@@ -23,6 +23,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <sys/queue.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -176,6 +177,7 @@ struct cma {
 	pthread_mutex_t lock;
 	int ready;
 	int stopping;			/* the process exits (cm_fini) */
+	pid_t pid;			/* the process that started the CM */
 	int ndev;
 	struct cma_dev *dev;
 	TAILQ_HEAD(, cma_id) ids;
