@@ -39,6 +39,7 @@
 #include <rte_mbuf.h>
 
 #include "dpib.h"
+#include "dpib-perf-perftest.h"
 
 #define RAW_PORT	"net_ring_raw"	/* short: the PMD names its rings after it */
 #define RAW_HDR		(14 + 20 + 8 + 12 + 16)	/* Eth IP UDP BTH RETH */
@@ -1282,6 +1283,8 @@ main(int argc, char **argv)
 	};
 	const char *json = NULL, *plot = NULL, *plot_sizes = NULL;
 
+	if (argc > 1 && pt_is_test(argv[1]))
+		return pt_main(argc, argv);
 	while ((c = getopt_long(argc, argv, "n:r:s:b:l:o:t:d:cQ:E:S:h", lo,
 				NULL)) != -1) {
 		switch (c) {

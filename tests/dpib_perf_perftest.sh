@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Copyright(c) 2026 dpib authors
+#
+# dpib-perf's perftest mode (issue 17): every test type on the loopback
+# device in one process (RC, plus UC and UD where perftest has them, -a,
+# -D, --report_gbits, --json), then write_bw, send_bw, write_lat and
+# read_lat between two processes over a memif link, the TCP exchange on
+# the host's loopback. A run passes when it exits 0 and prints its result
+# rows (on stdout) with every figure positive.
+#
+# Usage: dpib_perf_perftest.sh BUILD_DIR SOURCE_DIR
+set -u
+build=$(cd "$1" && pwd)
+src=$(cd "$2" && pwd)
+perf="$build/app/dpib-perf"
+tmp=$(mktemp -d /tmp/dpib-pt.XXXXXX)
+port=$((20000 + $$ % 20000))
+T=60
+passed=0
+failed=0
+trap 'rm -rf "$tmp"' EXIT
+
+ok() { echo "ok   $*"; passed=$((passed + 1)); }
+fail() { echo "FAIL $*"; failed=$((failed + 1)); }
+
+# rows_ok LOG KIND WANT: WANT result rows of KIND (bw: 5 columns, lat: 9),
+# each with a positive size, iteration count and figures.
+rows_ok() {
+	awk -v kind="$2" -v want="$3" '
+		/^ #bytes/ { table = 1; next }
+		/^-----/ { table = 0 }
+		table && NF > 0 {
+			cols = kind == "bw" ? 5 : 9
+			if (NF != cols) { bad = 1; next }
+			for (i = 1; i <= NF; i++)
+				if ($i + 0 <= 0) bad = 1
+			rows++
+		}
+		END { exit !(rows == want && !bad) }' "$1"
+}
+
+# loop KIND ROWS ARGS...: one run on the loopback device.
+loop() {
+	local kind=$1 want=$2 log="$tmp/loop.log"
+	shift 2
+	if DPIB_CONF= timeout $T "$perf" "$@" >"$log" 2>"$log.err" &&
+	   rows_ok "$log" "$kind" "$want"; then
+		ok "loopback: $*"
+	else
+		fail "loopback: $*"
+		tail -5 "$log" "$log.err" | sed 's/^/  /'
+	fi
+}
+
+loop bw 1 write_bw -n 2000
+loop bw 1 write_bw -n 2000 -q 4 -t 64 --report_gbits -F
+loop bw 1 write_bw -n 2000 -c UC
+loop bw 1 read_bw -n 2000
+loop bw 1 send_bw -n 2000
+loop bw 1 send_bw -n 2000 -c UD -s 1024
+loop bw 1 atomic_bw -n 2000
+loop bw 1 write_bw -D 1 -s 4096
+# -a: 2 .. 2^23, 23 rows (the loopback device takes 2^23-byte messages).
+loop bw 23 write_bw -a -n 200 --json "$tmp/bw.json"
+loop lat 1 write_lat -n 2000
+loop lat 1 write_lat -n 2000 -c UC -s 64
+loop lat 1 read_lat -n 2000
+loop lat 1 send_lat -n 2000
+loop lat 1 send_lat -n 2000 -c UD
+loop lat 1 atomic_lat -n 2000
+loop lat 23 read_lat -a -n 100 --json "$tmp/lat.json"
+if grep -q '"p50_us"' "$tmp/lat.json" 2>/dev/null &&
+   grep -q '"bw_avg_Gbps"' "$tmp/bw.json" 2>/dev/null; then
+	ok "--json: latency rows with p50, bandwidth rows"
+else
+	fail "--json"
+fi
+if DPIB_CONF= timeout $T "$perf" read_bw -c UD >/dev/null 2>&1; then
+	fail "read_bw -c UD refused (perftest: UD sends only)"
+else
+	ok "read_bw -c UD refused (perftest: UD sends only)"
+fi
+
+# Two processes over memif: the server, then the client against it.
+sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	"$src/config/memif-server.conf" >"$tmp/a.conf"
+sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+	"$src/config/memif-client.conf" >"$tmp/b.conf"
+
+two() {
+	local kind=$1 s="$tmp/server.log" c="$tmp/client.log" srv rc src
+	shift
+	rm -f "$tmp/memif.sock"
+	DPIB_CONF="$tmp/a.conf" timeout $T "$perf" "$@" -p $port >"$s" \
+		2>"$s.err" &
+	srv=$!
+	sleep 0.5
+	DPIB_CONF="$tmp/b.conf" timeout $T "$perf" "$@" -p $port 127.0.0.1 \
+		>"$c" 2>"$c.err"
+	rc=$?
+	wait $srv
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && rows_ok "$s" "$kind" 1 &&
+	   rows_ok "$c" "$kind" 1; then
+		ok "memif, two processes: $* ($(grep -A1 '^ #bytes' "$c" |
+			tail -1 | tr -s ' \t' ' '))"
+	else
+		fail "memif, two processes: $* (server rc $src, client rc $rc)"
+		tail -5 "$s" "$s.err" | sed 's/^/  server: /'
+		tail -5 "$c" "$c.err" | sed 's/^/  client: /'
+	fi
+}
+
+two bw write_bw -n 2000
+two bw send_bw -n 2000
+two lat write_lat -n 2000
+two lat read_lat -n 2000
+
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
