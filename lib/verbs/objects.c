@@ -136,15 +136,10 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 			     to_dctx(pd->context)->async);
 }
 
+/* The HCA checks the CQs and that QP 1 is UD (EINVAL). */
 struct ibv_qp *
 dpib_create_gsi_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
-	if (init->qp_type != IBV_QPT_UD || init->send_cq == NULL ||
-	    init->recv_cq == NULL || init->send_cq->context != pd->context ||
-	    init->recv_cq->context != pd->context) {
-		errno = EINVAL;
-		return NULL;
-	}
 	return hca_create_gsi_qp(ctx_hw(pd->context), pd, init,
 				 to_dctx(pd->context)->async);
 }

@@ -108,12 +108,11 @@ mcast_apply(void *arg)
 static int
 gid_is_group(const struct ib_dev *dev, const union ibv_gid *gid)
 {
-	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
 	uint32_t ip;
 
 	if (gid->raw[0] == 0xff)
 		return dev->conf.has_ip6;
-	if (memcmp(gid->raw, v4map, sizeof(v4map)) != 0)
+	if (!ib_gid_is_v4(gid))
 		return 0;
 	memcpy(&ip, &gid->raw[12], 4);
 	return dev->conf.ip != 0 && ib_ipv4_is_mcast(ip);

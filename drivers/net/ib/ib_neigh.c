@@ -851,11 +851,9 @@ static void
 neigh_query_on_engine(void *arg)
 {
 	struct neigh_query *q = arg;
-	static const uint8_t v4mapped[12] = {
-		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	uint32_t ip;
 
-	if (memcmp(q->gid->raw, v4mapped, sizeof(v4mapped)) == 0) {
+	if (ib_gid_is_v4(q->gid)) {
 		memcpy(&ip, &q->gid->raw[12], 4);
 		q->ret = ib_neigh_lookup(q->dev, ip, &q->mac);
 	} else {

@@ -16,15 +16,6 @@
 
 #include "ib_hca.h"
 
-static int
-gid_is_v4(const union ibv_gid *gid)
-{
-	static const uint8_t v4map[12] = { 0, 0, 0, 0, 0, 0, 0, 0,
-					   0, 0, 0xff, 0xff };
-
-	return memcmp(gid->raw, v4map, sizeof(v4map)) == 0;
-}
-
 /* UDP source port for ECMP entropy: 0xC000 plus a hash of the QPN. */
 uint16_t
 ib_udp_sport(uint32_t qpn)
@@ -125,8 +116,8 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	if (sidx >= dev->ngid)
 		return EINVAL;
 	sgid = &dev->gid[sidx];
-	h->ip6 = !gid_is_v4(sgid);
-	if (h->ip6 != !gid_is_v4(dgid))
+	h->ip6 = !ib_gid_is_v4(sgid);
+	if (h->ip6 != !ib_gid_is_v4(dgid))
 		return EINVAL;	/* source and destination families differ */
 	if (h->ip6)
 		memcpy(h->dip6, dgid->raw, 16);

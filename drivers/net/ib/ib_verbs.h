@@ -11,6 +11,7 @@
  * them follow.
  */
 #include <stdint.h>
+#include <string.h>
 #include <sys/queue.h>
 #include <infiniband/verbs.h>
 #include <rte_common.h>
@@ -701,6 +702,15 @@ static inline int
 ib_ipv4_is_mcast(uint32_t ip_be)
 {
 	return (rte_be_to_cpu_32(ip_be) >> 28) == 0xe;
+}
+
+/* An IPv4-mapped GID (::ffff:a.b.c.d, RFC 4291 2.5.5.2): RoCEv2 over IPv4. */
+static inline int
+ib_gid_is_v4(const union ibv_gid *gid)
+{
+	static const uint8_t v4map[12] = { [10] = 0xff, [11] = 0xff };
+
+	return memcmp(gid->raw, v4map, sizeof(v4map)) == 0;
 }
 
 static inline void
