@@ -420,8 +420,7 @@ cm_start(void)
 
 /* ---- sending ------------------------------------------------------ */
 
-static void
-drain_sends(struct cma_dev *d);
+static void poll_dev(struct cma_dev *d);
 
 static int
 mad_send_ah(struct cma_dev *d, struct ibv_ah *ah, const uint8_t *mad)
@@ -444,7 +443,7 @@ mad_send_ah(struct cma_dev *d, struct ibv_ah *ah, const uint8_t *mad)
 	wr.wr.ud.remote_qpn = 1;
 	wr.wr.ud.remote_qkey = GSI_QKEY;
 	if (d->sends >= CMA_SEND_WR / 2)
-		drain_sends(d);
+		poll_dev(d);	/* reclaim send completions */
 	if (ibv_post_send(d->gsi, &wr, &bad) != 0)
 		return errno ? errno : ENOBUFS;
 	d->sends++;
@@ -934,13 +933,6 @@ qp_to(struct cma_id *c, enum ibv_qp_state s)
 	if (err)
 		return err;
 	return ibv_modify_qp(c->id.qp, &a, mask) != 0 ? errno : 0;
-}
-
-int
-cm_qp_init(struct cma_id *c, struct ibv_qp *qp)
-{
-	(void)qp;
-	return qp_to(c, IBV_QPS_INIT);
 }
 
 /* Connected: the QP goes to RTR and RTS with what the handshake agreed
@@ -1677,16 +1669,15 @@ on_sidr_rep(const uint8_t *mad)
  * IPv4 header in the last 20 of the 40 bytes, RoCEv2 A17.4.5.2).
  */
 static void
-grh_source(const uint8_t *grh, const struct ibv_wc *wc, union ibv_gid *g)
+grh_source(const uint8_t *grh, union ibv_gid *g)
 {
 	memset(g, 0, sizeof(*g));
-	if ((grh[20] >> 4) == 4 && !(grh[0] >> 4 == 6)) {
+	if ((grh[0] >> 4) != 6 && (grh[20] >> 4) == 4) {
 		g->raw[10] = g->raw[11] = 0xff;
 		memcpy(&g->raw[12], grh + 20 + 12, 4);
 	} else {
 		memcpy(g->raw, grh + 8, 16);
 	}
-	(void)wc;
 }
 
 static void
@@ -1701,7 +1692,7 @@ on_mad(struct cma_dev *d, const uint8_t *buf, const struct ibv_wc *wc)
 		drop(DROP_HDR, "MAD header");
 		return;
 	}
-	grh_source(buf, wc, &src);
+	grh_source(buf, &src);
 	CM_LOG("recv %s", cm_attr_name(h.attr_id));
 	switch (h.attr_id) {
 	case CM_ATTR_REQ:
@@ -1755,12 +1746,6 @@ poll_dev(struct cma_dev *d)
 			}
 		}
 	}
-}
-
-static void
-drain_sends(struct cma_dev *d)
-{
-	poll_dev(d);
 }
 
 static void

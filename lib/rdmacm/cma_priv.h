@@ -230,7 +230,6 @@ void cm_established(struct cma_id *c);
 void cm_release_pending(struct cma_id *c);
 void cm_listen_started(void);
 void cm_id_detach(struct cma_id *c);
-int cm_qp_init(struct cma_id *c, struct ibv_qp *qp);
 int cm_qp_rtr_rts(struct cma_id *c);
 int cm_qp_error(struct cma_id *c);
 int cm_init_qp_attr(struct cma_id *c, struct ibv_qp_attr *a, int *mask);
