@@ -13,6 +13,7 @@ set -u
 lib=$1
 passed=0
 failed=0
+. "$(dirname "$0")/abi_util.sh"
 
 importers() {
 	ls /usr/bin/ibv_* /usr/bin/ib_write_bw /usr/bin/ib_read_lat \
@@ -23,32 +24,15 @@ importers() {
 	done
 }
 
-have=$(objdump -T "$lib" | awk '$4 == ".text" { print $(NF-1) " " $NF }' |
-	sort -u)
-nodes=$(objdump -p "$lib" | sed -n '/Version definitions/,/Version References/p')
-for want in IBVERBS_1.0 IBVERBS_1.1 IBVERBS_1.5 IBVERBS_1.6 IBVERBS_1.7 \
-	    IBVERBS_1.8 IBVERBS_1.9 IBVERBS_1.10 IBVERBS_1.11 IBVERBS_1.12 \
-	    IBVERBS_1.13 IBVERBS_1.14 IBVERBS_PRIVATE_34; do
-	if grep -qw "$want" <<<"$nodes"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1)); echo "FAIL - version node $want missing"
-	fi
-done
+have=$(defined "$lib")
+nodes_check "$lib" IBVERBS_1.0 IBVERBS_1.1 IBVERBS_1.5 IBVERBS_1.6 \
+	IBVERBS_1.7 IBVERBS_1.8 IBVERBS_1.9 IBVERBS_1.10 IBVERBS_1.11 \
+	IBVERBS_1.12 IBVERBS_1.13 IBVERBS_1.14 IBVERBS_PRIVATE_34
 
-n=0
-for f in $(importers); do
-	n=$((n + 1))
-	missing=$(objdump -T "$f" | awk '/\*UND\*/ && /IBVERBS/ {
-			gsub(/[()]/, "", $(NF-1)); print $(NF-1) " " $NF }' |
-		sort -u | comm -23 - <(echo "$have"))
-	if [ -z "$missing" ]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL - $f imports what dpib lacks:"; echo "$missing" | sed 's/^/    /'
-	fi
-done
+files=$(importers)
+n=$(wc -w <<<"$files")
+# shellcheck disable=SC2086
+imports_check IBVERBS "$have" $files
 [ $n -ge 12 ] || { failed=$((failed + 1)); echo "FAIL - only $n importers found (packages missing?)"; }
 echo "checked $n programs and libraries"
 echo "$passed passed, $failed failed"

@@ -19,19 +19,10 @@ debian=/usr/lib/x86_64-linux-gnu/librdmacm.so.1
 passed=0
 failed=0
 
-defined() {
-	objdump -T "$1" | awk '$4 == ".text" { print $(NF-1) " " $NF }' | sort -u
-}
+. "$(dirname "$0")/abi_util.sh"
 
 have=$(defined "$lib")
-nodes=$(objdump -p "$lib" | sed -n '/Version definitions/,/Version References/p')
-for want in RDMACM_1.0 RDMACM_1.1 RDMACM_1.2 RDMACM_1.3; do
-	if grep -qw "$want" <<<"$nodes"; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1)); echo "FAIL - version node $want missing"
-	fi
-done
+nodes_check "$lib" RDMACM_1.0 RDMACM_1.1 RDMACM_1.2 RDMACM_1.3
 
 if [ -e "$debian" ]; then
 	missing=$(defined "$debian" | comm -23 - <(echo "$have"))
@@ -47,21 +38,10 @@ fi
 
 programs="rping ucmatose udaddy cmtime mckey rdma_server rdma_client
 	  riostream rstream ib_send_bw ib_write_lat"
-n=0
-for f in $programs; do
-	f=/usr/bin/$f
-	[ -e "$f" ] || continue
-	n=$((n + 1))
-	missing=$(objdump -T "$f" | awk '/\*UND\*/ && /RDMACM/ {
-			gsub(/[()]/, "", $(NF-1)); print $(NF-1) " " $NF }' |
-		sort -u | comm -23 - <(echo "$have"))
-	if [ -z "$missing" ]; then
-		passed=$((passed + 1))
-	else
-		failed=$((failed + 1))
-		echo "FAIL - $f imports what dpib lacks:"; echo "$missing" | sed 's/^/    /'
-	fi
-done
+files=$(for f in $programs; do [ -e "/usr/bin/$f" ] && echo "/usr/bin/$f"; done)
+n=$(wc -w <<<"$files")
+# shellcheck disable=SC2086
+imports_check RDMACM "$have" $files
 if [ $n -lt 8 ]; then
 	failed=$((failed + 1)); echo "FAIL - only $n programs found (packages missing?)"
 fi
