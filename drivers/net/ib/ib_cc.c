@@ -79,7 +79,7 @@ rto(const struct ib_qp *qp)
 void
 ib_cc_sent(struct ib_qp *qp)
 {
-	uint64_t now = rte_rdtsc(), t;
+	uint64_t now = ib_qp_now(qp), t;
 
 	if (qp->cc.probe_tsc == 0) {
 		qp->cc.probe_psn = qp->req.psn;
@@ -127,7 +127,7 @@ void
 ib_cc_ack(struct ib_qp *qp, uint32_t n)
 {
 	struct ib_cc *r = &qp->cc;
-	uint64_t now = rte_rdtsc();
+	uint64_t now = ib_qp_now(qp);
 
 	if (r->probe_tsc != 0 &&
 	    psn_diff(ib_comp_acked(qp), r->probe_psn) >= 0)
@@ -210,5 +210,5 @@ void
 ib_cc_progress(struct ib_qp *qp)
 {
 	if (qp->cc.early != 0)
-		early_restart(qp, rte_rdtsc());
+		early_restart(qp, ib_qp_now(qp));
 }

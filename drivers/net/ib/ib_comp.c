@@ -71,7 +71,7 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	if (!ib_sent_any(qp))
 		qp->comp.deadline = 0;
 	else if (qp->timeout_tsc)
-		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+		qp->comp.deadline = ib_qp_now(qp) + qp->timeout_tsc;
 }
 
 /*
@@ -298,7 +298,7 @@ comp_read_resp(struct ib_qp *qp, const struct ib_pkt *p)
 	 */
 	qp->comp.retry_left = qp->attr.retry_cnt;
 	if (qp->timeout_tsc)
-		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+		qp->comp.deadline = ib_qp_now(qp) + qp->timeout_tsc;
 	ib_cc_progress(qp);
 	if (!(p->mask & IB_M_LAST))
 		return;
@@ -483,7 +483,7 @@ void
 ib_comp_arm(struct ib_qp *qp)
 {
 	if (qp->comp.deadline == 0 && qp->timeout_tsc)
-		qp->comp.deadline = rte_rdtsc() + qp->timeout_tsc;
+		qp->comp.deadline = ib_qp_now(qp) + qp->timeout_tsc;
 }
 
 /*

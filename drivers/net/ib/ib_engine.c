@@ -145,11 +145,17 @@ ring_efd(struct ib_engine *e)
  * and the work waits for the next timer or forever.
  */
 static void
+engine_wake_fenced(struct ib_engine *e)
+{
+	if (__atomic_load_n(&e->sleeping, __ATOMIC_SEQ_CST))
+		ring_efd(e);
+}
+
+static void
 engine_wake(struct ib_engine *e)
 {
 	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (__atomic_load_n(&e->sleeping, __ATOMIC_SEQ_CST))
-		ring_efd(e);
+	engine_wake_fenced(e);
 }
 
 /* Another engine handed this one frames: it must not sleep on them. */
@@ -205,8 +211,9 @@ ib_engine_doorbell(struct ib_qp *qp)
 		 * QP waits for an ACK): wake it. In inline mode too: the
 		 * poster runs one pass, and what follows it (the answer, the
 		 * ACK) is the loop's if the program next waits in the kernel.
+		 * The fence above already ordered the post before this load.
 		 */
-		engine_wake(qp->sh->eng);
+		engine_wake_fenced(qp->sh->eng);
 		return;
 	}
 	if (__atomic_exchange_n(&qp->db_armed, 1, __ATOMIC_SEQ_CST) == 0) {
@@ -413,13 +420,13 @@ rx_ring(struct ib_dev *dev, struct rte_ring *r)
 }
 
 /*
- * One pass over the engine's share of a device; returns how much work it
- * did: frames received and queued, doorbells taken. A QP that only waits
- * (for an ACK, a timer, a port that takes nothing) is not work: the loop
- * may then sleep.
+ * One pass over the engine's share of a device, begun at TSC @t0; returns
+ * how much work it did: frames received and queued, doorbells taken. A QP
+ * that only waits (for an ACK, a timer, a port that takes nothing) is not
+ * work: the loop may then sleep.
  */
 static unsigned int
-shard_pass(struct ib_shard *sh)
+shard_pass(struct ib_shard *sh, uint64_t t0)
 {
 	struct ib_dev *dev = sh->dev;
 	struct rte_mbuf *pkts[IB_RX_BURST];
@@ -427,8 +434,10 @@ shard_pass(struct ib_shard *sh)
 	struct ib_qp *qp, *tmp;
 	int state;
 	unsigned int i, n, work;
-	uint64_t now, t0 = rte_rdtsc(), queued = sh->tx_queued;
+	uint64_t now, queued = sh->tx_queued;
 	uint32_t polled = poll_cq != NULL ? poll_cq->q.prod : 0;
+
+	sh->now = t0;
 
 	if (sh->id == 0)
 		ib_neigh_timer(dev, t0);
@@ -466,6 +475,7 @@ shard_pass(struct ib_shard *sh)
 	if (work != 0) {
 		now = rte_rdtsc();
 		sh->cnt[IB_CNT_CYCLES_RECEIVE] += now - t0;
+		sh->now = now;
 	}
 	for (qp = TAILQ_FIRST(&sh->active); qp != NULL; qp = tmp) {
 		tmp = TAILQ_NEXT(qp, next);
@@ -490,6 +500,7 @@ shard_pass(struct ib_shard *sh)
 	if (!TAILQ_EMPTY(&sh->waiting))
 		sweep(sh, now);
 	tx_settle(sh, now, polled);
+	sh->now = 0;
 	if (sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += rte_rdtsc() - now;
 	return work + (unsigned int)(sh->tx_queued - queued) +
@@ -498,13 +509,13 @@ shard_pass(struct ib_shard *sh)
 
 /* One pass over every shard of the engine (the caller may run them). */
 static unsigned int
-passes(struct ib_engine *e)
+passes(struct ib_engine *e, uint64_t t0)
 {
 	unsigned int work = 0;
 	uint32_t i;
 
 	for (i = 0; i < e->nsh; i++)
-		work += shard_pass(e->sh[i]);
+		work += shard_pass(e->sh[i], i == 0 ? t0 : rte_rdtsc());
 	return work;
 }
 
@@ -515,10 +526,10 @@ loop_pass(struct ib_engine *e)
 	unsigned int work;
 
 	if (eng.mode != IB_ENGINE_INLINE)
-		return run_ctl(e) + passes(e);
+		return run_ctl(e) + passes(e, rte_rdtsc());
 	if (!rte_spinlock_trylock(&e->run))
 		return 1;	/* an application call is driving */
-	work = passes(e);
+	work = passes(e, rte_rdtsc());
 	run_unlock(e);
 	return work;
 }
@@ -1134,18 +1145,19 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 static int
 drive(struct ib_engine *e)
 {
+	uint64_t now = rte_rdtsc();
 	uint32_t self;
 	int work;
 
 	/* Before the lock: a call that finds the loop inside a pass still
 	 * tells it that calls drive, so that it backs off.
 	 */
-	__atomic_store_n(&e->app_tsc, rte_rdtsc(), __ATOMIC_RELAXED);
+	__atomic_store_n(&e->app_tsc, now, __ATOMIC_RELAXED);
 	if (!rte_spinlock_trylock(&e->run))
 		return 0;
 	self = ib_self;
 	ib_self = e->id;
-	work = (int)passes(e);
+	work = (int)passes(e, now);
 	ib_self = self;
 	run_unlock(e);
 	return work;

@@ -342,7 +342,7 @@ ib_req_run(struct ib_qp *qp)
 		req_drain(qp);
 	if (qps != IBV_QPS_RTS && (qps != IBV_QPS_SQD || qp->req.offset == 0))
 		return;
-	if (qp->req.wait_until && rte_rdtsc() < qp->req.wait_until)
+	if (qp->req.wait_until && ib_qp_now(qp) < qp->req.wait_until)
 		return;
 	qp->req.wait_until = 0;
 	prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);

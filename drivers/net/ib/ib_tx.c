@@ -146,6 +146,8 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 		ip->next_proto_id = IPPROTO_UDP;
 		ip->src_addr = dev->conf.ip;
 		ip->dst_addr = h->dip;
+		/* With total_length 0: pkt_alloc adds each frame's length. */
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
 		h->len = h->ip_off + IP_LEN + UDP_LEN;
 	}
 	udp = (void *)(h->b + h->len - UDP_LEN);
@@ -299,6 +301,19 @@ ib_pkt_alloc_av(struct ib_qp *qp, struct ib_encap *av, uint8_t opcode,
 }
 
 /*
+ * The checksum @c of a header one of whose 16-bit words was 0 and is now
+ * @v (RFC 1624, eqn. 3, with m = 0), both as the header holds them.
+ */
+static inline rte_be16_t
+cksum_add(rte_be16_t c, rte_be16_t v)
+{
+	uint32_t s = (uint32_t)(uint16_t)~c + v;
+
+	s = (s & 0xffff) + (s >> 16);
+	return (rte_be16_t)~s;
+}
+
+/*
  * The mbuf records where the IP header starts (l2_len) and its length
  * (l3_len): ib_tx and the fault hook find the ICRC span and the BTH there.
  * With @zc it holds the headers only (ib_pkt_alloc_zc chains the rest).
@@ -333,8 +348,8 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 
 		m->l3_len = IP_LEN;
 		ip->total_length = rte_cpu_to_be_16(IP_LEN + udplen);
-		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		ip->hdr_checksum = cksum_add(ip->hdr_checksum,
+					     ip->total_length);
 	} else {
 		struct rte_ipv6_hdr *ip6 = (void *)(p + h->ip_off);
 

@@ -540,6 +540,7 @@ struct ib_shard {
 	uint64_t tx_hold;		/* inline: polls leave tx_pending to the
 					 * program's next post until this TSC */
 	uint32_t tx_held;		/* ... its first tx_held frames */
+	uint64_t now;			/* the running pass's TSC, else 0 */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
@@ -601,6 +602,19 @@ static inline struct ib_shard *
 ib_sh(struct ib_dev *dev)
 {
 	return &dev->sh[ib_self];
+}
+
+/*
+ * The TSC for @qp's timers and RTT samples: inside a pass, the one read at
+ * its start (they need no finer grain than a pass, and a read costs as
+ * much as a small packet's header); outside one, the clock.
+ */
+static inline uint64_t
+ib_qp_now(const struct ib_qp *qp)
+{
+	const struct ib_shard *sh = qp->sh;
+
+	return likely(sh != NULL && sh->now != 0) ? sh->now : rte_rdtsc();
 }
 
 static inline struct ib_qp *to_qp(struct ibv_qp *q)
