@@ -63,8 +63,20 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 
 	if (unlikely(n < 0))
 		return -EINVAL;
-	if (ib_engine_inline)
+	/* Inline mode: a pass first, unless the CQ already holds what the
+	 * caller asked for (a poll returns what is there; the next one that
+	 * finds less runs the pass).
+	 */
+	if (ib_engine_inline &&
+	    __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) -
+	    __atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) < (uint32_t)n)
 		ib_engine_progress_cq(cq);
+	/* Empty: no lock. cons only grows and never passes prod, so a
+	 * stale cons equal to prod means the queue is empty now.
+	 */
+	if (__atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) ==
+	    __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE))
+		return 0;
 	rte_spinlock_lock(&cq->poll_lock);
 	pos = cq->q.cons;
 	while (got < n && (e = ib_cq_next(cq, &pos)) != NULL) {

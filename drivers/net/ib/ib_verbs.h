@@ -541,6 +541,7 @@ struct ib_shard {
 					 * program's next post until this TSC */
 	uint32_t tx_held;		/* ... its first tx_held frames */
 	uint64_t now;			/* the running pass's TSC, else 0 */
+	uint32_t pass_rand;		/* xorshift state: passes timed */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
