@@ -536,6 +536,9 @@ struct results {
 	double bw, raw_bw;			/* messages/s */
 };
 
+/* The SEND latency again with an inline engine (a child's, -1: not run). */
+static double inl_lat = -1, inl_lat99, inl_lat999;	/* us */
+
 static void
 print_header(const char *title, const struct opts *o)
 {
@@ -567,6 +570,16 @@ print_lat(const struct opts *o, uint32_t iters, const struct results *res)
 	       o->lat_size, iters, res->lat, res->lat99, res->lat999,
 	       res->raw_lat, res->raw_lat99, res->raw_lat999,
 	       res->lat / res->raw_lat);
+	printf(" (engine lcore: this thread posts and polls, the engine on its "
+	       "own CPU carries each message)\n");
+	if (inl_lat < 0)
+		return;
+	printf(" %-7u %-12u %-15.3f %-12.3f %-14.3f %-22.3f %-14.3f %-16.3f %.2f\n",
+	       o->lat_size, iters, inl_lat, inl_lat99, inl_lat999,
+	       res->raw_lat, res->raw_lat99, res->raw_lat999,
+	       inl_lat / res->raw_lat);
+	printf(" (inline engine, in a child process: the posting and polling "
+	       "thread runs the engine's passes itself)\n");
 }
 
 /* Median, 99th and 99.9th percentiles of @n samples (sorts them). */
@@ -885,9 +898,11 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		r->raw_rate / 1e6, r->cyc_rx, r->cyc_tx);
 	fprintf(f, " \"send_lat\":{\"bytes\":%u,\"median_us\":%.4f,"
 		"\"p99_us\":%.4f,\"p999_us\":%.4f,\"raw_median_us\":%.4f,"
-		"\"raw_p99_us\":%.4f,\"raw_p999_us\":%.4f},\n", o->lat_size,
+		"\"raw_p99_us\":%.4f,\"raw_p999_us\":%.4f,"
+		"\"inline_median_us\":%.4f,\"inline_p99_us\":%.4f,"
+		"\"inline_p999_us\":%.4f},\n", o->lat_size,
 		r->lat, r->lat99, r->lat999, r->raw_lat, r->raw_lat99,
-		r->raw_lat999);
+		r->raw_lat999, inl_lat, inl_lat99, inl_lat999);
 	fprintf(f, " \"write_bw\":{\"bytes\":%u,\"gbps\":%.3f,"
 		"\"raw_gbps\":%.3f},\n", o->bw_size,
 		r->bw * o->bw_size * 8 / 1e9, r->raw_bw * o->bw_size * 8 / 1e9);
@@ -1172,6 +1187,63 @@ engine_child(uint32_t n, const struct opts *o)
 	return 0;
 }
 
+/*
+ * The child of the inline latency row: the SEND ping-pong in inline mode,
+ * which the engine mode of this process (fixed at start-up) cannot run;
+ * prints "inline_lat MEDIAN P99 P99.9" (us, medians of the repetitions).
+ */
+static int
+lat_child(const struct opts *o)
+{
+	uint32_t iters = RTE_MAX(o->iters / 10, 100u), i;
+	double *lat = calloc(iters, sizeof(double)), m[64], p[64], q[64];
+	struct bench b = { 0 };
+	int err;
+
+	if (lat == NULL)
+		die("alloc", ENOMEM);
+	err = dpib_init();
+	if (err)
+		die("dpib_init", err);
+	b.len = 4u << 20;
+	b.buf = aligned_alloc(4096, b.len);
+	if (b.buf == NULL)
+		die("alloc", ENOMEM);
+	memset(b.buf, 0x5a, b.len);
+	bench_open(&b);
+	bench_qps(&b);
+	for (i = 0; i < o->reps; i++) {
+		dpib_send_lat(&b, o->lat_size, iters, lat);
+		lat_stats(lat, iters, &m[i], &p[i], &q[i]);
+	}
+	printf("inline_lat %.6f %.6f %.6f\n", median(m, o->reps),
+	       median(p, o->reps), median(q, o->reps));
+	free(lat);
+	return 0;
+}
+
+/* The parent of the inline latency row. */
+static void
+lat_inline(const char *self, const struct opts *o)
+{
+	char cmd[4096], line[256];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "DPIB_ENGINE_MODE=inline '%s' --lat-child "
+		 "-n %u -r %u -l %u%s%s", self, o->iters, o->reps, o->lat_size,
+		 dev_name != NULL ? " -d " : "", dev_name != NULL ? dev_name :
+		 "");
+	p = popen(cmd, "r");
+	if (p == NULL)
+		die("inline latency: popen", errno);
+	while (fgets(line, sizeof(line), p) != NULL)
+		if (sscanf(line, "inline_lat %lf %lf %lf", &inl_lat,
+			   &inl_lat99, &inl_lat999) == 3)
+			break;
+	if (pclose(p) != 0 || inl_lat < 0)
+		die("inline latency: the child failed", EIO);
+}
+
 /* The parent of -E: one child per engine count, then the table. */
 
 static void
@@ -1275,6 +1347,7 @@ main(int argc, char **argv)
 
 	static const struct option lo[] = {
 		{ "engine-child", required_argument, NULL, 'C' },
+		{ "lat-child", no_argument, NULL, 'L' },
 		{ "plot-sizes", required_argument, NULL, 'Z' },
 		{ "json", required_argument, NULL, 'J' },
 		{ "plot", required_argument, NULL, 'P' },
@@ -1317,6 +1390,7 @@ main(int argc, char **argv)
 			break;
 		case 'Z': plot_sizes = optarg; break;
 		case 'C': child = strtol(optarg, NULL, 0); break;
+		case 'L': child = -1; break;
 		case 'J': json = optarg; break;
 		case 'P': plot = optarg; break;
 		default: usage(); return c == 'h' ? 0 : 1;
@@ -1332,11 +1406,14 @@ main(int argc, char **argv)
 	o.iters = o.iters / 16 * 16;
 	if (child > 0)
 		return engine_child((uint32_t)child, &o);
+	if (child < 0)
+		return lat_child(&o);
 	/* Before this process brings DPDK up: the children must not
 	 * inherit it.
 	 */
 	if (engines != NULL)
 		engine_scale(argv[0], &o, engines);
+	lat_inline(argv[0], &o);
 	bw_iters = RTE_MAX(o.iters / 50 / 16 * 16, 160u);
 	lat_iters = RTE_MAX(o.iters / 10, 100u);
 	/* Benchmarks poll; the library's default engine back-off would

@@ -115,11 +115,18 @@ for link in af memif; do
 			"64 B WRITE -q $q (M msg/s)" "$v" "$raw_pps" \
 			"$(ratio "$v" "$raw_pps")"
 	done
+	# perftest halves the round trip of SEND and WRITE but not of READ
+	# (one request, one response): READ goes beside a raw round trip.
+	raw_rtt=$(awk -v a="$raw_lat" 'BEGIN {
+		if (a == "-") print "-"; else printf "%.3f", 2 * a }')
 	for p in ib_send_lat ib_write_lat ib_read_lat; do
 		v=$(med $link 5 $p -d dpib0 -x 0 -s 8 -n 5000)
-		printf '%-8s %-34s %12s %12s %8s\n' $name \
-			"$p -s 8 typical (us)" "$v" "$raw_lat" \
-			"$(ratio "$v" "$raw_lat")"
+		r=$raw_lat what="$p -s 8 typical (us)"
+		if [ $p = ib_read_lat ]; then
+			r=$raw_rtt what="ib_read_lat -s 8 typical (us, RTT)"
+		fi
+		printf '%-8s %-34s %12s %12s %8s\n' $name "$what" "$v" "$r" \
+			"$(ratio "$v" "$r")"
 	done
 	for p in ib_write_bw ib_read_bw; do
 		gb=$(med $link 4 $p -d dpib0 -x 0 -s 65536 -n 5000 \
