@@ -15,6 +15,13 @@
  * embedded dpib0), both sides run in this process, one thread driving
  * both: a requester QP and a responder QP joined through GID 0.
  *
+ * Between two processes both first measure the raw DPDK packet path between
+ * the same two ports (pktpath.h; before the first QP, which starts dpib's
+ * engine on the port), and print it after the rows with the ratio: the
+ * latency against a raw ping-pong of frames as long as the test's first
+ * packet, the bandwidth's packet rate against raw frames as long as the
+ * last size's packets (--no-raw skips it).
+ *
  * Bandwidth: the requester keeps -t WRs outstanding on each of -q QPs, one
  * in cq_mod signaled. Latency: write_lat and send_lat are ping-pongs (each
  * side WRITEs to the other and polls the last byte, or SENDs and waits for
@@ -41,6 +48,7 @@
 
 #include "dpib.h"
 #include "dpib-perf-perftest.h"
+#include "pktpath.h"
 
 #define PT_MAX_QPS	64
 #define PT_MAX_SIZE	(1u << 23)	/* -a's largest, as perftest */
@@ -76,7 +84,7 @@ struct pt_cfg {
 	enum ibv_qp_type conn;
 	uint32_t size, iters, qps, tx_depth, cq_mod;
 	double duration;		/* -D seconds; 0: -n iterations */
-	int all, gbits;
+	int all, gbits, no_raw;
 	uint16_t port;
 	const char *dev, *server, *json;
 };
@@ -110,6 +118,13 @@ struct pt_res {
 	uint64_t iters;
 	double peak, avg, rate;				/* B/s, B/s, msg/s */
 	double min, max, med, mean, sd, p99, p999;	/* usec */
+};
+
+/* The raw packet path's run (the client's figures), if there was one. */
+struct pt_raw {
+	int done;
+	struct pkt_params prm;
+	struct pkt_result r;
 };
 
 /* Where the peer's buffer is, and whom to talk to: a copy of its wire. */
@@ -979,11 +994,15 @@ print_row(const struct pt_cfg *c, const struct pt_res *r)
 	fflush(stdout);
 }
 
+static double raw_ratio(const struct pt_cfg *c, const struct pt_res *first,
+			const struct pt_res *last, const struct pt_raw *raw);
+
 static void
 write_json(const struct pt_cfg *c, const struct pt_res *r, uint32_t n,
-	   int loopback)
+	   int loopback, const struct pt_raw *raw)
 {
 	FILE *f = fopen(c->json, "w");
+	const struct pt_res *first = r;
 	uint32_t i;
 
 	if (f == NULL)
@@ -1011,7 +1030,20 @@ write_json(const struct pt_cfg *c, const struct pt_res *r, uint32_t n,
 				r->avg / 1048576.0, r->peak * 8 / 1e9,
 				r->avg * 8 / 1e9, r->rate / 1e6);
 	}
-	fprintf(f, "\n]}\n");
+	fprintf(f, "\n]");
+	if (raw->done && c->lat)
+		fprintf(f, ",\n\"raw\":{\"frame_bytes\":%u,\"iterations\":%u,"
+			"\"min_us\":%.3f,\"typical_us\":%.3f,\"p99_us\":%.3f,"
+			"\"dpib_over_raw\":%.3f}", raw->prm.size,
+			raw->prm.iters, raw->r.min_us, raw->r.typical_us,
+			raw->r.p99_us, raw_ratio(c, first, first + n - 1, raw));
+	else if (raw->done)
+		fprintf(f, ",\n\"raw\":{\"frame_bytes\":%u,\"seconds\":%u,"
+			"\"mpps\":%.4f,\"gbps\":%.3f,\"loss\":%.6f,"
+			"\"dpib_over_raw\":%.3f}", raw->prm.size,
+			raw->prm.secs, raw->r.mpps, raw->r.gbps, raw->r.loss,
+			raw_ratio(c, first, first + n - 1, raw));
+	fprintf(f, "}\n");
 	fclose(f);
 }
 
@@ -1042,6 +1074,8 @@ pt_usage(FILE *f)
 	"  -p, --port=PORT        TCP port of the exchange (default %d)\n"
 	"      --report_gbits     bandwidth in Gb/sec (10^9 bits), not MB/sec\n"
 	"      --json FILE        the rows as JSON (latency: p50 too)\n"
+	"      --no-raw           two processes: skip the raw packet path\n"
+	"                         (measured by default before the test)\n"
 	"  -h, --help             this text\n", PT_MAX_QPS, PT_DEF_PORT);
 }
 
@@ -1076,6 +1110,7 @@ parse(struct pt_cfg *c, int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "report_gbits", no_argument, NULL, 'G' },
 		{ "json", required_argument, NULL, 'J' },
+		{ "no-raw", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1109,6 +1144,7 @@ parse(struct pt_cfg *c, int argc, char **argv)
 			  break;
 		case 'G': c->gbits = 1; break;
 		case 'J': c->json = optarg; break;
+		case 'R': c->no_raw = 1; break;
 		case 'h': pt_usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -1171,6 +1207,96 @@ sizes(const struct pt_cfg *c, uint32_t max_msg, uint32_t *out)
 	return n;
 }
 
+/* --- The raw packet path (two processes) ------------------------------- */
+
+/* A RoCEv2 packet's headers beyond its payload: Ethernet, IPv4, UDP, BTH,
+ * RETH and ICRC (a WRITE's first packet).
+ */
+#define PT_FRAME_HDRS	(14 + 20 + 8 + 12 + 16 + 4)
+
+/* The frame as long as the packet of a @size message that the comparison
+ * is about (a packet carries at most the MTU).
+ */
+static uint32_t
+raw_frame(uint32_t size)
+{
+	uint32_t f = RTE_MIN(size, pt_mtu) + PT_FRAME_HDRS;
+
+	return RTE_MAX(RTE_MIN(f, (uint32_t)PKT_MAX_FRAME),
+		       (uint32_t)PKT_MIN_FRAME);
+}
+
+/* Both sides, on the exchange's socket, before any QP. */
+static void
+raw_run(const struct pt_cfg *c, struct ibv_context *ctx, int fd,
+	const uint32_t *sz, uint32_t ns, struct pt_raw *raw)
+{
+	struct pkt_path path;
+
+	pkt_path_open(&path, ctx, "pt_raw");
+	path.sock = fd;
+	if (c->server == NULL) {	/* the server side */
+		pkt_path_server(&path);
+		return;
+	}
+	raw->prm = (struct pkt_params){
+		.test = c->lat ? PKT_LAT : PKT_RATE,
+		.size = raw_frame(c->lat ? sz[0] : sz[ns - 1]),
+		.iters = c->duration ? 10000 : RTE_MIN(c->iters, 10000u),
+		.secs = 1,
+	};
+	pkt_path_client(&path, &raw->prm, &raw->r);
+	raw->done = 1;
+}
+
+/* dpib's figure beside the raw one; 0 when there is none. */
+static double
+raw_ratio(const struct pt_cfg *c, const struct pt_res *first,
+	  const struct pt_res *last, const struct pt_raw *raw)
+{
+	double pkts;
+
+	if (!raw->done)
+		return 0;
+	if (c->lat) {
+		/* read_lat and atomic_lat time a round trip, as perftest. */
+		double half = c->verb == PT_READ || c->verb == PT_ATOMIC ?
+			      first->med / 2 : first->med;
+
+		return raw->r.typical_us > 0 ? half / raw->r.typical_us : 0;
+	}
+	pkts = last->rate * ((last->bytes + pt_mtu - 1) / pt_mtu);
+	return raw->r.mpps > 0 ? pkts / 1e6 / raw->r.mpps : 0;
+}
+
+static void
+print_raw(const struct pt_cfg *c, const struct pt_res *first,
+	  const struct pt_res *last, const struct pt_raw *raw)
+{
+	if (!raw->done)
+		return;
+	printf(" Raw DPDK path between the same two ports, this run "
+	       "(dpib-pktperf's):\n");
+	if (c->lat)
+		printf("  %u B frames ping-pong: half round trip min %.2f "
+		       "typical %.2f p99 %.2f usec; dpib/raw %.2f (%u B, "
+		       "typical%s)\n", raw->prm.size, raw->r.min_us,
+		       raw->r.typical_us, raw->r.p99_us,
+		       raw_ratio(c, first, last, raw), first->bytes,
+		       c->verb == PT_READ || c->verb == PT_ATOMIC ?
+		       ", half of its round trip" : "");
+	else
+		printf("  %u B frames one way: %.3f M frames/s, %.2f Gb/sec "
+		       "(%.2f %% lost); dpib/raw %.2f (%u B messages: "
+		       "%.3f M packets/s)\n", raw->prm.size, raw->r.mpps,
+		       raw->r.gbps, 100 * raw->r.loss,
+		       raw_ratio(c, first, last, raw), last->bytes,
+		       last->rate * ((last->bytes + pt_mtu - 1) / pt_mtu) /
+		       1e6);
+	print_dashes();
+	fflush(stdout);
+}
+
 /* --- The run ---------------------------------------------------------- */
 
 int
@@ -1184,9 +1310,10 @@ pt_main(int argc, char **argv)
 	struct pt_wire w, pw;
 	struct ibv_port_attr pa;
 	struct pt_res res[32] = { 0 };
+	struct pt_raw raw = { 0 };
 	uint32_t sz[32], ns, k;
 	const char *conf = getenv("DPIB_CONF");
-	int loopback, fd = -1, err;
+	int loopback, fd = -1, err, peer_no_raw;
 	size_t i;
 
 	for (i = 0; i < RTE_DIM(pt_tests); i++)
@@ -1208,6 +1335,16 @@ pt_main(int argc, char **argv)
 	pt_mtu = 128u << pa.active_mtu;
 	loopback = c.server == NULL && pt_loopback(a.ctx);
 	ns = sizes(&c, pa.max_msg_sz, sz);
+	if (!loopback) {
+		fd = c.server ? tcp_connect(c.server, c.port) :
+				tcp_listen(c.port);
+		/* Both or neither: the client says. */
+		exchange(fd, &c.no_raw, &peer_no_raw, sizeof(peer_no_raw));
+		if (c.server == NULL)
+			c.no_raw = peer_no_raw;
+		if (!c.no_raw)
+			raw_run(&c, a.ctx, fd, sz, ns, &raw);
+	}
 	side_create(&a, a.ctx, &c, sz[ns - 1]);
 	if (loopback) {
 		cpu_set_t set;
@@ -1228,8 +1365,6 @@ pt_main(int argc, char **argv)
 		cli = &a;
 		srv = &b;
 	} else {
-		fd = c.server ? tcp_connect(c.server, c.port) :
-				tcp_listen(c.port);
 		wire_fill(&a, &c, &w);
 		exchange(fd, &w, &pw, sizeof(w));
 		if (c.server) {
@@ -1266,10 +1401,11 @@ pt_main(int argc, char **argv)
 		print_row(&c, &res[k]);
 	}
 	print_dashes();
+	print_raw(&c, &res[0], &res[ns - 1], &raw);
 	fflush(stdout);
 	barrier(fd);	/* the final sync: no QP goes before both are done */
 	if (c.json != NULL)
-		write_json(&c, res, ns, loopback);
+		write_json(&c, res, ns, loopback, &raw);
 	if (fd >= 0 && cli == NULL)
 		outlive(fd);
 	return 0;

@@ -7,7 +7,9 @@
 # -D, --report_gbits, --json), then write_bw, send_bw, write_lat and
 # read_lat between two processes over a memif link, the TCP exchange on
 # the host's loopback. A run passes when it exits 0 and prints its result
-# rows (on stdout) with every figure positive.
+# rows (on stdout) with every figure positive; a two-process client also
+# the raw packet path between the same ports with a positive dpib/raw
+# (and nothing of it with --no-raw).
 #
 # Usage: dpib_perf_perftest.sh BUILD_DIR SOURCE_DIR
 set -u
@@ -88,9 +90,16 @@ sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
 sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
 	"$src/config/memif-client.conf" >"$tmp/b.conf"
 
+# raw_ok LOG: the raw path's line with a positive dpib/raw, once.
+raw_ok() {
+	[ "$(grep -c 'Raw DPDK path between the same two ports' "$1")" = 1 ] &&
+		grep -Eq 'dpib/raw [0-9.]*[1-9]' "$1"
+}
+
 two() {
-	local kind=$1 s="$tmp/server.log" c="$tmp/client.log" srv rc src
+	local kind=$1 s="$tmp/server.log" c="$tmp/client.log" srv rc src raw=1
 	shift
+	case " $* " in *" --no-raw "*) raw=0 ;; esac
 	rm -f "$tmp/memif.sock"
 	DPIB_CONF="$tmp/a.conf" timeout $T "$perf" "$@" -p $port >"$s" \
 		2>"$s.err" &
@@ -101,7 +110,12 @@ two() {
 	rc=$?
 	wait $srv
 	src=$?
-	if [ $rc -eq 0 ] && [ $src -eq 0 ] && rows_ok "$s" "$kind" 1 &&
+	if [ $raw = 1 ] && ! raw_ok "$c"; then
+		fail "memif, two processes: $*: no raw path beside it"
+		tail -8 "$c" | sed 's/^/  client: /'
+	elif [ $raw = 0 ] && grep -q 'Raw DPDK path' "$c"; then
+		fail "memif, two processes: $*: a raw path despite --no-raw"
+	elif [ $rc -eq 0 ] && [ $src -eq 0 ] && rows_ok "$s" "$kind" 1 &&
 	   rows_ok "$c" "$kind" 1; then
 		ok "memif, two processes: $* ($(grep -A1 '^ #bytes' "$c" |
 			tail -1 | tr -s ' \t' ' '))"
@@ -116,6 +130,7 @@ two bw write_bw -n 2000
 two bw send_bw -n 2000
 two lat write_lat -n 2000
 two lat read_lat -n 2000
+two lat send_lat -n 2000 --no-raw
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
