@@ -460,6 +460,7 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	int timed = pass_sampled(sh);
 
 	sh->now = t0;
+	sh->pass_id++;
 
 	if (sh->id == 0)
 		ib_neigh_timer(dev, t0);

@@ -53,6 +53,7 @@
 #define IB_CWND_MAX		32768
 #define IB_CWND_OFF		INT32_MAX	/* UC, UD: no acknowledgements */
 #define IB_ACKREQ_EVERY		64	/* packets of a message, a power of 2 */
+#define IB_ACK_COALESCE		16	/* AckReq packets one held ACK covers */
 #define IB_RTO_MIN_US		1000	/* floor of the early resend timer */
 
 /* Inline progress (ib_engine.c) */

@@ -98,8 +98,25 @@ ack_flush(struct ib_qp *qp)
 {
 	if (qp->resp.ack_pending) {
 		qp->resp.ack_pending = 0;
+		qp->resp.ack_held = 0;
 		send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack_psn);
 	}
+}
+
+/*
+ * Keep holding the pending ACK past this burst? Only while the requester
+ * streams: its AckReq packets came in consecutive passes, and this pass
+ * brought one. The ACK then leaves in the first pass that brings the QP
+ * nothing, or once it covers IB_ACK_COALESCE of them: a stream of small
+ * WRITEs that each arrive alone (a peer sending as fast as it polls) costs
+ * both sides one ACK per packet otherwise. A ping-pong's requests never
+ * come in consecutive passes, so its ACKs leave at once.
+ */
+static int
+ack_hold(const struct ib_qp *qp)
+{
+	return qp->resp.ack_stream && qp->resp.ack_pass == qp->sh->pass_id &&
+	       qp->resp.ack_held < IB_ACK_COALESCE;
 }
 
 void
@@ -118,6 +135,12 @@ ack_coalesce(struct ib_qp *qp, uint32_t psn)
 {
 	struct ib_shard *sh = qp->sh;
 
+	if (qp->resp.ack_pass + 1 == sh->pass_id)
+		qp->resp.ack_stream = 1;
+	else if (qp->resp.ack_pass != sh->pass_id)
+		qp->resp.ack_stream = 0;
+	qp->resp.ack_pass = sh->pass_id;
+	qp->resp.ack_held++;
 	qp->resp.ack_psn = psn;
 	if (!qp->resp.ack_pending) {
 		qp->resp.ack_pending = 1;
@@ -134,9 +157,16 @@ ib_resp_flush_acks(struct ib_dev *dev)
 	/* A QP still owing READ or atomic responses sends its ACK after them
 	 * (ib_resp_run): responses leave in PSN order.
 	 */
-	for (i = 0; i < sh->nack; i++)
-		if (sh->ack_qps[i]->resp.rd_head == sh->ack_qps[i]->resp.rd_tail)
-			ack_flush(sh->ack_qps[i]);
+	for (i = 0; i < sh->nack; i++) {
+		struct ib_qp *qp = sh->ack_qps[i];
+
+		if (qp->resp.rd_head != qp->resp.rd_tail)
+			continue;
+		if (ack_hold(qp))
+			ib_engine_activate(qp);	/* its next pass decides */
+		else
+			ack_flush(qp);
+	}
 	sh->nack = 0;
 }
 
@@ -322,8 +352,10 @@ job_push(struct ib_qp *qp, uint32_t psn)
 	struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head++ %
 					     IB_MAX_READ_JOBS];
 
-	if (qp->resp.ack_pending && psn_diff(psn, qp->resp.ack_psn) > 0)
+	if (qp->resp.ack_pending && psn_diff(psn, qp->resp.ack_psn) > 0) {
 		qp->resp.ack_pending = 0;
+		qp->resp.ack_held = 0;
+	}
 	memset(j, 0, sizeof(*j));
 	j->psn = psn;
 	j->msn = qp->resp.msn;
@@ -892,6 +924,6 @@ ib_resp_run(struct ib_qp *qp)
 		if (ret == 1)
 			qp->resp.rd_tail++;
 	}
-	if (qp->resp.rd_tail == qp->resp.rd_head)
+	if (qp->resp.rd_tail == qp->resp.rd_head && !ack_hold(qp))
 		ack_flush(qp);
 }

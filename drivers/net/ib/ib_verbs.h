@@ -368,6 +368,9 @@ struct ib_resp {
 	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
 	uint8_t ack_owed;	/* ... or for the peer's MAC (owed_*) */
 	uint8_t owed_syndrome;
+	uint8_t ack_stream;	/* AckReq packets came in consecutive passes */
+	uint8_t ack_held;	/* AckReq packets the pending ACK covers */
+	uint32_t ack_pass;	/* the shard's pass of the last of them */
 	uint32_t ack_psn;
 	uint32_t owed_psn;
 	/* Current SEND: the receive WQE being filled. */
@@ -542,6 +545,7 @@ struct ib_shard {
 	uint32_t tx_held;		/* ... its first tx_held frames */
 	uint64_t now;			/* the running pass's TSC, else 0 */
 	uint32_t pass_rand;		/* xorshift state: passes timed */
+	uint32_t pass_id;		/* passes begun */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
