@@ -107,6 +107,8 @@ rtt_sample(struct ib_qp *qp, uint64_t now)
 	}
 	c->probe_tsc = 0;
 	c->armed = 0;
+	if (qp->sh != NULL)
+		qp->sh->rtt_hint = c->srtt;
 }
 
 /* Progress: the early timer starts over, without back-off. */

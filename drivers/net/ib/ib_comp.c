@@ -427,13 +427,13 @@ ib_comp_timer(struct ib_qp *qp, uint64_t now)
 	}
 	if (qp->comp.deadline == 0 || now < qp->comp.deadline)
 		return;
-	ib_count(qp->dev, IB_CNT_RETRANSMIT);
 	if (!ib_sent_any(qp) &&
 	    (qp->path.hdr.resolved || qp->comp.wqe_idx ==
 	     __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE))) {
 		qp->comp.deadline = 0;
 		return;
 	}
+	ib_count(qp->dev, IB_CNT_RETRANSMIT);
 	if (qp->comp.retry_left == 0) {
 		comp_error(qp, IBV_WC_RETRY_EXC_ERR);
 		return;

@@ -59,7 +59,8 @@
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
 #define ENG_TIME_EVERY	8	/* passes per timed one, a power of 2 */
 #define ENG_TX_HOLD_US	3	/* inline: a poll leaves ACKs to a post
-				 * this long at most (tx_settle) */
+				 * this long at least (tx_settle) */
+#define ENG_TX_HOLD_MAX_US 30	/* ... and at most */
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
 				 * this late, once */
@@ -374,13 +375,16 @@ held_last(struct ib_shard *sh)
  * The end of a pass: hand what it queued to the port, or hold it. In
  * inline mode a poll's pass that completed work on the polled CQ, or that
  * queued nothing but ACKs (a WRITE's: its target sees no completion),
- * leaves its frames to the program's next post for up to ENG_TX_HOLD_US,
+ * leaves its frames to the program's next post for up to two round trips
+ * of the last RTT sample (ENG_TX_HOLD_US .. ENG_TX_HOLD_MAX_US: on a veth
+ * link the answer's frames, which the kernel delivers one by one, take
+ * longer than 3 µs often enough to matter),
  * and pure ACKs then leave behind the post's frames: the peer, still
  * polling for its own completion, takes the answer (a ping-pong's reply,
  * a latency test's WRITE) in that same call, and does not need its engine
  * loop to take over. Polls meanwhile leave them too; a post, the loop or
  * the first poll after the hold sends them, so a stream's ACKs leave at
- * least every ENG_TX_HOLD_US.
+ * least every ENG_TX_HOLD_MAX_US.
  */
 static void
 tx_settle(struct ib_shard *sh, uint64_t now, uint32_t polled)
@@ -394,8 +398,11 @@ tx_settle(struct ib_shard *sh, uint64_t now, uint32_t polled)
 		if (sh->tx_n != 0 &&
 		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
 		     polled || acks_first(sh, sh->tx_n))) {
-			sh->tx_hold = now + rte_get_tsc_hz() / 1000000 *
-					    ENG_TX_HOLD_US;
+			uint64_t us = rte_get_tsc_hz() / 1000000;
+
+			sh->tx_hold = now + RTE_MIN(RTE_MAX(2 * sh->rtt_hint,
+						ENG_TX_HOLD_US * us),
+						ENG_TX_HOLD_MAX_US * us);
 			sh->tx_held = sh->tx_n;
 		} else {
 			ib_tx_flush(sh->dev);

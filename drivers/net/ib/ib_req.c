@@ -328,7 +328,7 @@ ib_req_run(struct ib_qp *qp)
 	struct ib_swqe_state *st = NULL;
 	struct ib_send_wqe *w = NULL;
 	uint32_t prod;
-	int ret;
+	int ret, first;
 
 	int qps = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 
@@ -386,13 +386,20 @@ ib_req_run(struct ib_qp *qp)
 			state = REQ_SEND_PACKET;
 			break;
 		case REQ_SEND_PACKET:
+			first = !ib_sent_any(qp);
 			ret = send_packet(qp, w);
 			budget--;
 			/* The timer runs from the first packet on the wire: a
 			 * message stopped halfway (window, budget) may never
-			 * reach REQ_WQE_SENT if what was sent is lost.
+			 * reach REQ_WQE_SENT if what was sent is lost. With
+			 * nothing outstanding before it, from this packet: a
+			 * wait for ARP armed it too, and a QP that then idled
+			 * (the program set up for 200 ms: perftest) must not
+			 * time its first packet out at once.
 			 */
 			if (ret >= 0 && qp->ibv.qp_type == IBV_QPT_RC) {
+				if (first)
+					qp->comp.deadline = 0;
 				ib_comp_arm(qp);
 				if (unlikely(!qp->cc.armed))
 					ib_cc_sent(qp);
