@@ -58,6 +58,7 @@ main(void)
 	RUN(unresolved_peer_times_out);
 	RUN(reads_wait_for_neighbour);
 	RUN(path_follows_neighbour_mac);
+	RUN(first_packet_times_from_its_send);
 	RUN(ud_multicast);
 	RUN(post_limits);
 	RUN(protection_domains_and_local_access);

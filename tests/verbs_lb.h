@@ -195,5 +195,6 @@ void rereg_mr_rules(void);
 void unresolved_peer_times_out(void);
 void reads_wait_for_neighbour(void);
 void path_follows_neighbour_mac(void);
+void first_packet_times_from_its_send(void);
 
 #endif

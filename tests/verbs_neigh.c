@@ -215,3 +215,48 @@ path_follows_neighbour_mac(void)
 	      mac[5]);
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
 }
+
+/*
+ * The transport timer runs from the first packet on the wire: a QP that
+ * waited for ARP at RTS (which armed the timer), then sat idle for longer
+ * than its timeout before its first WR (perftest's set-up), must not time
+ * that WR's first packet out at once. It did: the first WRITE went out,
+ * was sent again within microseconds (a go-back-N on a stale deadline),
+ * and the QP stayed in loss recovery, resending early, for its life.
+ */
+void
+first_packet_times_from_its_send(void)
+{
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_qp *a = qp_to_remote(cq, 96, 12, 7, 0);	/* 16.8 ms */
+	uint64_t timeouts = counter("retransmit_timeout");
+	uint8_t mac[6];
+	struct ibv_wc wc;
+	double end;
+
+	/* Engine passes while the MAC is unknown (an inline engine is
+	 * driven by the polls), then the answer, then idle for three
+	 * timeouts.
+	 */
+	end = check_now() + 0.005;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "completion without a WR");
+	inject_arp(cq, 96, 2, 0x01);
+	end = check_now() + 0.05;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "completion without a WR");
+	CHECK(post_send(a, IBV_WR_RDMA_WRITE, 0, 64, 1, IBV_SEND_SIGNALED) ==
+	      0, "post");
+	end = check_now() + 2;
+	while (!frames_to(96, mac) && check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	CHECK(frames_to(96, mac) >= 1, "the WRITE did not leave");
+	/* Well within its 16.8 ms: the one packet, no timeout. */
+	end = check_now() + 0.008;
+	while (check_now() < end)
+		CHECK(ibv_poll_cq(cq, 1, &wc) == 0, "unexpected completion");
+	CHECK(frames_to(96, mac) == 1, "%d frames within 8 ms of the first: "
+	      "a timer armed before it fired", frames_to(96, mac));
+	CHECK(counter("retransmit_timeout") == timeouts, "a transport timeout");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
