@@ -86,7 +86,7 @@ struct pt_cfg {
 	double duration;		/* -D seconds; 0: -n iterations */
 	int all, gbits, no_raw;
 	uint16_t port;
-	const char *dev, *server, *json;
+	const char *dev, *server, *json, *plot;
 };
 
 /* One side: a device context, its QPs and one buffer for all of them. */
@@ -1074,6 +1074,7 @@ pt_usage(FILE *f)
 	"  -p, --port=PORT        TCP port of the exchange (default %d)\n"
 	"      --report_gbits     bandwidth in Gb/sec (10^9 bits), not MB/sec\n"
 	"      --json FILE        the rows as JSON (latency: p50 too)\n"
+	"      --plot FILE        with -a: an SVG of the rows against the size\n"
 	"      --no-raw           two processes: skip the raw packet path\n"
 	"                         (measured by default before the test)\n"
 	"  -h, --help             this text\n", PT_MAX_QPS, PT_DEF_PORT);
@@ -1111,6 +1112,7 @@ parse(struct pt_cfg *c, int argc, char **argv)
 		{ "report_gbits", no_argument, NULL, 'G' },
 		{ "json", required_argument, NULL, 'J' },
 		{ "no-raw", no_argument, NULL, 'R' },
+		{ "plot", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1145,6 +1147,7 @@ parse(struct pt_cfg *c, int argc, char **argv)
 		case 'G': c->gbits = 1; break;
 		case 'J': c->json = optarg; break;
 		case 'R': c->no_raw = 1; break;
+		case 'P': c->plot = optarg; break;
 		case 'h': pt_usage(stdout); exit(0);
 		default: goto bad;
 		}
@@ -1179,6 +1182,11 @@ parse(struct pt_cfg *c, int argc, char **argv)
 	if (!c->lat)
 		c->tx_depth = RTE_MIN(c->tx_depth, c->iters);
 	c->cq_mod = RTE_MIN(c->cq_mod, c->tx_depth);
+	if (c->plot != NULL && (!c->all || c->verb == PT_ATOMIC)) {
+		fprintf(stderr, "dpib-perf: --plot draws -a's sizes (atomics "
+			"have one)\n");
+		exit(1);
+	}
 	return;
 bad:
 	pt_usage(stderr);
@@ -1205,6 +1213,27 @@ sizes(const struct pt_cfg *c, uint32_t max_msg, uint32_t *out)
 	for (s = 2; s <= cap; s *= 2)
 		out[n++] = s;
 	return n;
+}
+
+/* --plot FILE: bandwidth (Gb/s) or typical latency (usec) by size. */
+static void
+write_plot(const struct pt_cfg *c, const struct pt_res *r, const uint32_t *sz,
+	   uint32_t n, int loopback)
+{
+	double y[32];
+	char title[200];
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		y[i] = c->lat ? r[i].med : r[i].avg * 8 / 1e9;
+	snprintf(title, sizeof(title), "dpib-perf %s, %s, %s on %s%s",
+		 pt_tests[c->test].name, conn_name(c->conn),
+		 loopback ? "one process" : "two processes", pt_dev_label,
+		 c->lat ? " (typical)" : "");
+	svg_plot(c->plot, &(struct plot){ .title = title,
+		 .xlabel = "message bytes",
+		 .ylabel = c->lat ? "usec" : "Gbit/s (average)", .x = sz,
+		 .n = n, .ns = 1, .y = { y } });
 }
 
 /* --- The raw packet path (two processes) ------------------------------- */
@@ -1406,6 +1435,8 @@ pt_main(int argc, char **argv)
 	barrier(fd);	/* the final sync: no QP goes before both are done */
 	if (c.json != NULL)
 		write_json(&c, res, ns, loopback, &raw);
+	if (c.plot != NULL)
+		write_plot(&c, res, sz, ns, loopback);
 	if (fd >= 0 && cli == NULL)
 		outlive(fd);
 	return 0;

@@ -935,15 +935,7 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
  * A line plot in plain SVG (no library needed): @ns series of @n points
  * over the same x values, x on a log scale.
  */
-struct plot {
-	const char *title, *xlabel, *ylabel;
-	const uint32_t *x;
-	uint32_t n, ns;
-	const double *y[2];	/* series, already in the unit of ylabel */
-	const char *name[2];
-};
-
-static void
+void
 svg_plot(const char *path, const struct plot *pl)
 {
 	static const char *const colour[2] = { "#1f77b4", "#d62728" };

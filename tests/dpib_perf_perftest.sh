@@ -4,7 +4,7 @@
 #
 # dpib-perf's perftest mode (issue 17): every test type on the loopback
 # device in one process (RC, plus UC and UD where perftest has them, -a,
-# -D, --report_gbits, --json), then write_bw, send_bw, write_lat and
+# -D, --report_gbits, --json, --plot), then write_bw, send_bw, write_lat and
 # read_lat between two processes over a memif link, the TCP exchange on
 # the host's loopback. A run passes when it exits 0 and prints its result
 # rows (on stdout) with every figure positive; a two-process client also
@@ -64,7 +64,7 @@ loop bw 1 send_bw -n 2000 -c UD -s 1024
 loop bw 1 atomic_bw -n 2000
 loop bw 1 write_bw -D 1 -s 4096
 # -a: 2 .. 2^23, 23 rows (the loopback device takes 2^23-byte messages).
-loop bw 23 write_bw -a -n 200 --json "$tmp/bw.json"
+loop bw 23 write_bw -a -n 200 --json "$tmp/bw.json" --plot "$tmp/bw.svg"
 loop lat 1 write_lat -n 2000
 loop lat 1 write_lat -n 2000 -c UC -s 64
 loop lat 1 read_lat -n 2000
@@ -77,6 +77,18 @@ if grep -q '"p50_us"' "$tmp/lat.json" 2>/dev/null &&
 	ok "--json: latency rows with p50, bandwidth rows"
 else
 	fail "--json"
+fi
+if grep -q '^<svg' "$tmp/bw.svg" 2>/dev/null &&
+   [ "$(grep -c '<circle' "$tmp/bw.svg")" = 23 ]; then
+	ok "--plot: an SVG with a point per size"
+else
+	fail "--plot"
+fi
+if DPIB_CONF= timeout $T "$perf" write_bw -n 200 --plot "$tmp/x.svg" \
+	>/dev/null 2>&1; then
+	fail "--plot without -a refused"
+else
+	ok "--plot without -a refused"
 fi
 if DPIB_CONF= timeout $T "$perf" read_bw -c UD >/dev/null 2>&1; then
 	fail "read_bw -c UD refused (perftest: UD sends only)"
