@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <string.h>
 #include <rte_cycles.h>
+#include <rte_memcpy.h>
 
 #include "ib_hca.h"
 
@@ -167,7 +168,7 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 	if (info->mask & IB_M_IMMDT)
 		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
 	if (w->flags & IBV_SEND_INLINE)
-		memcpy(pay, w->inline_data, w->length);
+		rte_memcpy(pay, w->inline_data, w->length);
 	else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 			     &qp->req.cur, pay, w->length, 0) != 0) {
 		rte_pktmbuf_free(m);
@@ -262,7 +263,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	}
 	if (chunk && zc == NULL) {
 		if (w->flags & IBV_SEND_INLINE)
-			memcpy(pay, w->inline_data + qp->req.offset, chunk);
+			rte_memcpy(pay, w->inline_data + qp->req.offset, chunk);
 		else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 				     &qp->req.cur, pay, chunk, 0) != 0) {
 			rte_pktmbuf_free(m);

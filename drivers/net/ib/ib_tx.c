@@ -12,6 +12,7 @@
 #include <rte_cycles.h>
 #include <rte_ethdev.h>
 #include <rte_ip.h>
+#include <rte_memcpy.h>
 #include <rte_udp.h>
 
 #include "ib_hca.h"
@@ -338,7 +339,7 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 	}
 	p = (uint8_t *)rte_pktmbuf_append(m, zc ? total - paylen - pad -
 					  IB_ICRC_LEN : total);
-	memcpy(p, h->b, h->len);
+	rte_memcpy(p, h->b, h->len);
 	m->l2_len = h->ip_off;
 	udp = (void *)(p + h->len - UDP_LEN);
 	udp->src_port = rte_cpu_to_be_16(qp->udp_sport);
