@@ -1110,6 +1110,22 @@ eng_thread_main(void *arg)
 	return NULL;
 }
 
+/* A child's start: dpib, the 4 MiB buffer and the device (-d). */
+static void
+child_bench(struct bench *b)
+{
+	int err = dpib_init();
+
+	if (err)
+		die("dpib_init", err);
+	b->len = 4u << 20;
+	b->buf = aligned_alloc(4096, b->len);
+	if (b->buf == NULL)
+		die("alloc", ENOMEM);
+	memset(b->buf, 0x5a, b->len);
+	bench_open(b);
+}
+
 /* The child of -E: @n engines, @n threads; prints "engines N MPPS". */
 static int
 engine_child(uint32_t n, const struct opts *o)
@@ -1120,19 +1136,10 @@ engine_child(uint32_t n, const struct opts *o)
 	struct bench b = { 0 };
 	double v[64], worst;
 	uint32_t i, r;
-	int err;
 
 	if (n < 1 || n > 16)
 		die("-E: 1 .. 16 engines", EINVAL);
-	err = dpib_init();
-	if (err)
-		die("dpib_init", err);
-	b.len = 4u << 20;
-	b.buf = aligned_alloc(4096, b.len);
-	if (b.buf == NULL)
-		die("alloc", ENOMEM);
-	memset(b.buf, 0x5a, b.len);
-	bench_open(&b);
+	child_bench(&b);
 	for (i = 0; i < n; i++) {
 		int k;
 
@@ -1190,19 +1197,10 @@ lat_child(const struct opts *o)
 	uint32_t iters = RTE_MAX(o->iters / 10, 100u), i;
 	double *lat = calloc(iters, sizeof(double)), m[64], p[64], q[64];
 	struct bench b = { 0 };
-	int err;
 
 	if (lat == NULL)
 		die("alloc", ENOMEM);
-	err = dpib_init();
-	if (err)
-		die("dpib_init", err);
-	b.len = 4u << 20;
-	b.buf = aligned_alloc(4096, b.len);
-	if (b.buf == NULL)
-		die("alloc", ENOMEM);
-	memset(b.buf, 0x5a, b.len);
-	bench_open(&b);
+	child_bench(&b);
 	bench_qps(&b);
 	for (i = 0; i < o->reps; i++) {
 		dpib_send_lat(&b, o->lat_size, iters, lat);

@@ -74,6 +74,7 @@ RawPcapReader, IP, UDP, BTH = scapy_or_skip(
 # injects (.97 moves to a second MAC), and their requests go out (on the
 # loopback port) and are never answered.
 OFF_LINK = {"192.0.2.98": {"02:00:00:00:62:01"},
+            "192.0.2.96": {"02:00:00:00:60:01"},
             "192.0.2.97": {"02:00:00:00:61:01", "02:00:00:00:61:02"}}
 SEND_INV = (0x16, 0x17)
 FATAL_NAKS = ("NAK invalid request", "NAK remote access error",

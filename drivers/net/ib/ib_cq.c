@@ -65,11 +65,12 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 		return -EINVAL;
 	/* Inline mode: a pass first, unless the CQ already holds what the
 	 * caller asked for (a poll returns what is there; the next one that
-	 * finds less runs the pass).
+	 * finds less runs the pass). A poll for 0 entries always runs it:
+	 * it asks for nothing but progress.
 	 */
 	if (ib_engine_inline &&
-	    __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) -
-	    __atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) < (uint32_t)n)
+	    (n == 0 || __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) -
+	     __atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) < (uint32_t)n))
 		ib_engine_progress_cq(cq);
 	/* Empty: no lock. cons only grows and never passes prod, so a
 	 * stale cons equal to prod means the queue is empty now.
