@@ -58,6 +58,7 @@
 #define ENG_RX_BUDGET	(32 * IB_RX_BURST)	/* frames a pass takes in */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
 #define ENG_TIME_EVERY	8	/* passes per timed one, a power of 2 */
+#define ENG_POST_FULL	8	/* inline posts per full pass, a power of 2 */
 #define ENG_TX_HOLD_US	3	/* inline: a poll leaves ACKs to a post
 				 * this long at least (tx_settle) */
 #define ENG_TX_HOLD_MAX_US 30	/* ... and at most */
@@ -1212,6 +1213,64 @@ ib_engine_progress_qp(struct ib_qp *qp)
 {
 	return qp->sh != NULL && qp->sh->eng != NULL ? drive(qp->sh->eng) :
 						       ib_engine_progress();
+}
+
+/*
+ * Inline mode, a post: a pass that only transmits - the doorbells, the
+ * posted QP's requester, then the flush (held ACKs behind its frames).
+ * Receiving, timers and the other QPs are the next full pass's: a poll's,
+ * the loop's, or every ENG_POST_FULL-th post's. A one-WR post then costs
+ * its packet, not a pass over the port (perftest's ib_write_bw posts one
+ * WR per call).
+ */
+static unsigned int
+post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
+{
+	struct ib_dev *dev = sh->dev;
+	uint64_t queued = sh->tx_queued;
+	void *qpns[IB_RX_BURST];
+	struct ib_qp *q;
+	unsigned int i, n;
+
+	sh->now = t0;
+	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		q = dev->qp_tbl[(uintptr_t)qpns[i]];
+		if (q != NULL && q->sh == sh)
+			ib_engine_activate(q);
+	}
+	if (qp->active == IB_QP_ACTIVE)
+		ib_req_run(qp);
+	tx_settle(sh, t0, 0);
+	sh->now = 0;
+	if (pass_sampled(sh) && sh->tx_queued != queued)
+		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - t0) *
+					       ENG_TIME_EVERY;
+	return n + (unsigned int)(sh->tx_queued - queued);
+}
+
+int
+ib_engine_post_qp(struct ib_qp *qp)
+{
+	struct ib_shard *sh = qp->sh;
+	struct ib_engine *e = sh != NULL ? sh->eng : NULL;
+	uint64_t now;
+	uint32_t self;
+	int work;
+
+	if (e == NULL || e->nsh != 1 || poll_cq != NULL ||
+	    (++sh->posts & (ENG_POST_FULL - 1)) == 0)
+		return ib_engine_progress_qp(qp);
+	now = rte_rdtsc();
+	__atomic_store_n(&e->app_tsc, now, __ATOMIC_RELAXED);
+	if (!rte_spinlock_trylock(&e->run))
+		return 0;
+	self = ib_self;
+	ib_self = e->id;
+	work = (int)post_pass(sh, qp, now);
+	ib_self = self;
+	run_unlock(e);
+	return work;
 }
 
 /* ... of the engines whose QPs complete on @cq (a poll). */

@@ -247,8 +247,7 @@ post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 		 */
 		int i;
 
-		for (i = 0; i < IB_POST_PASSES && ib_engine_progress_qp(qp);
-		     i++)
+		for (i = 0; i < IB_POST_PASSES && ib_engine_post_qp(qp); i++)
 			;
 	}
 	if (err)

@@ -546,6 +546,7 @@ struct ib_shard {
 	uint64_t now;			/* the running pass's TSC, else 0 */
 	uint32_t pass_rand;		/* xorshift state: passes timed */
 	uint32_t pass_id;		/* passes begun */
+	uint32_t posts;			/* inline posts that drove it */
 	uint64_t rtt_hint;		/* srtt after the last RTT sample */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
