@@ -428,6 +428,23 @@ rx_ring(struct ib_dev *dev, struct rte_ring *r)
 	return n;
 }
 
+/* The QPs whose posters rang since: onto the active list. */
+static unsigned int
+take_doorbells(struct ib_shard *sh)
+{
+	void *qpns[IB_RX_BURST];
+	struct ib_qp *qp;
+	unsigned int i, n;
+
+	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
+	for (i = 0; i < n; i++) {
+		qp = sh->dev->qp_tbl[(uintptr_t)qpns[i]];
+		if (qp != NULL && qp->sh == sh)
+			ib_engine_activate(qp);
+	}
+	return n;
+}
+
 /*
  * Is this pass one of the timed ones? Reading the TSC twice more in every
  * pass costs a one-message pass (a ping-pong's) 5 % of its time, so the
@@ -459,7 +476,6 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 {
 	struct ib_dev *dev = sh->dev;
 	struct rte_mbuf *pkts[IB_RX_BURST];
-	void *qpns[IB_RX_BURST];
 	struct ib_qp *qp, *tmp;
 	int state;
 	unsigned int i, n, work;
@@ -490,13 +506,7 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject)))
 		work += rx_ring(dev, dev->inject);
 
-	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
-	for (i = 0; i < n; i++) {
-		qp = dev->qp_tbl[(uintptr_t)qpns[i]];
-		if (qp != NULL && qp->sh == sh)
-			ib_engine_activate(qp);
-	}
-	work += n;
+	work += take_doorbells(sh);
 
 	/* TSC spent per phase, in passes that did something (cycles per
 	 * message: dpib-perf). Receiving is the responder's requests and
@@ -1171,11 +1181,38 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
 }
 
 /*
- * Inline mode: one pass of engine @e, from an application call. A thread
- * finding another one inside the pass does not wait.
+ * Inline mode, a post: a pass that only transmits - the doorbells, the
+ * posted QP's requester, then the flush (held ACKs behind its frames).
+ * Receiving, timers and the other QPs are the next full pass's: a poll's,
+ * the loop's, or every ENG_POST_FULL-th post's. A one-WR post then costs
+ * its packet, not a pass over the port (perftest's ib_write_bw posts one
+ * WR per call).
+ */
+static unsigned int
+post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
+{
+	uint64_t queued = sh->tx_queued;
+	unsigned int n;
+
+	sh->now = t0;
+	n = take_doorbells(sh);
+	if (qp->active == IB_QP_ACTIVE)
+		ib_req_run(qp);
+	tx_settle(sh, t0, 0);
+	sh->now = 0;
+	if (pass_sampled(sh) && sh->tx_queued != queued)
+		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - t0) *
+					       ENG_TIME_EVERY;
+	return n + (unsigned int)(sh->tx_queued - queued);
+}
+
+/*
+ * Inline mode: one pass of engine @e, from an application call: a full
+ * one, or with @post the transmit-only pass of a post on that QP. A
+ * thread finding another one inside the pass does not wait.
  */
 static int
-drive(struct ib_engine *e)
+drive(struct ib_engine *e, struct ib_qp *post)
 {
 	uint64_t now = rte_rdtsc();
 	uint32_t self;
@@ -1189,7 +1226,8 @@ drive(struct ib_engine *e)
 		return 0;
 	self = ib_self;
 	ib_self = e->id;
-	work = (int)passes(e, now);
+	work = (int)(post != NULL ? post_pass(post->sh, post, now) :
+				    passes(e, now));
 	ib_self = self;
 	run_unlock(e);
 	return work;
@@ -1203,74 +1241,29 @@ ib_engine_progress(void)
 	int work = 0;
 
 	for (k = 0; k < eng.n; k++)
-		work += drive(&engines[k]);
+		work += drive(&engines[k], NULL);
 	return work;
 }
 
-/* ... of the engine that owns @qp (a post). */
+/* ... of the engine that owns @qp (a post's full pass). */
 int
 ib_engine_progress_qp(struct ib_qp *qp)
 {
-	return qp->sh != NULL && qp->sh->eng != NULL ? drive(qp->sh->eng) :
-						       ib_engine_progress();
+	return qp->sh != NULL && qp->sh->eng != NULL ?
+	       drive(qp->sh->eng, NULL) : ib_engine_progress();
 }
 
-/*
- * Inline mode, a post: a pass that only transmits - the doorbells, the
- * posted QP's requester, then the flush (held ACKs behind its frames).
- * Receiving, timers and the other QPs are the next full pass's: a poll's,
- * the loop's, or every ENG_POST_FULL-th post's. A one-WR post then costs
- * its packet, not a pass over the port (perftest's ib_write_bw posts one
- * WR per call).
- */
-static unsigned int
-post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
-{
-	struct ib_dev *dev = sh->dev;
-	uint64_t queued = sh->tx_queued;
-	void *qpns[IB_RX_BURST];
-	struct ib_qp *q;
-	unsigned int i, n;
-
-	sh->now = t0;
-	n = rte_ring_sc_dequeue_burst(sh->db_ring, qpns, IB_RX_BURST, NULL);
-	for (i = 0; i < n; i++) {
-		q = dev->qp_tbl[(uintptr_t)qpns[i]];
-		if (q != NULL && q->sh == sh)
-			ib_engine_activate(q);
-	}
-	if (qp->active == IB_QP_ACTIVE)
-		ib_req_run(qp);
-	tx_settle(sh, t0, 0);
-	sh->now = 0;
-	if (pass_sampled(sh) && sh->tx_queued != queued)
-		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - t0) *
-					       ENG_TIME_EVERY;
-	return n + (unsigned int)(sh->tx_queued - queued);
-}
-
+/* ... of the engine that owns @qp, for a post on it (post_pass). */
 int
 ib_engine_post_qp(struct ib_qp *qp)
 {
 	struct ib_shard *sh = qp->sh;
 	struct ib_engine *e = sh != NULL ? sh->eng : NULL;
-	uint64_t now;
-	uint32_t self;
-	int work;
 
-	if (e == NULL || e->nsh != 1 || poll_cq != NULL ||
+	if (e == NULL || e->nsh != 1 ||
 	    (++sh->posts & (ENG_POST_FULL - 1)) == 0)
 		return ib_engine_progress_qp(qp);
-	now = rte_rdtsc();
-	__atomic_store_n(&e->app_tsc, now, __ATOMIC_RELAXED);
-	if (!rte_spinlock_trylock(&e->run))
-		return 0;
-	self = ib_self;
-	ib_self = e->id;
-	work = (int)post_pass(sh, qp, now);
-	ib_self = self;
-	run_unlock(e);
-	return work;
+	return drive(e, qp);
 }
 
 /* ... of the engines whose QPs complete on @cq (a poll). */
@@ -1288,7 +1281,7 @@ ib_engine_progress_cq(struct ib_cq *cq)
 			k = (uint32_t)__builtin_ctz(feeds);
 			feeds &= feeds - 1;
 			if (k < eng.n)
-				work += drive(&engines[k]);
+				work += drive(&engines[k], NULL);
 		}
 	}
 	poll_cq = NULL;
