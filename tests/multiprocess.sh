@@ -55,6 +55,8 @@ run_two() {
 		fail "$label: $* (server rc $src, client rc $rc)"
 		sed 's/^/  server: /' "$s" | tail -5
 		sed 's/^/  client: /' "$c" | tail -5
+		crash_stack server "$s"
+		crash_stack client "$c"
 	fi
 }
 

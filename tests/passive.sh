@@ -86,6 +86,8 @@ two() {
 		fail "$link $label: $* (server rc $src, client rc $rc)"
 		sed 's/^/  server: /' "$s" | tail -6
 		sed "s/^/  client: /" "$c" | tail -30
+		crash_stack server "$s"
+		crash_stack client "$c"
 	fi
 }
 

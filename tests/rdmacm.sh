@@ -77,6 +77,8 @@ cm_pair() {
 		fail "$label: $scmd / $ccmd (server rc $src, client rc $rc)"
 		awk '{ print "  server: " $0 }' "$slog" | tail -8
 		awk '{ print "  client: " $0 }' "$clog" | tail -8
+		crash_stack server "$slog"
+		crash_stack client "$clog"
 	fi
 }
 
@@ -138,6 +140,8 @@ peer_gone() {
 		fail "$label: client leaves by $how, server $side (server rc $src, client rc $rc)"
 		awk '{ print "  server: " $0 }' "$slog" | tail -8
 		awk '{ print "  client: " $0 }' "$clog" | tail -8
+		crash_stack server "$slog"
+		crash_stack client "$clog"
 	fi
 }
 

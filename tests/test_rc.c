@@ -531,6 +531,37 @@ doorbell_after_idle(void)
 	verify(64, "WRITE after idle");
 }
 
+/*
+ * A posted WR goes out and lands without the program polling for it: an
+ * application that posts and then waits on something else (a flag in its
+ * memory, a socket) is served by its post (inline mode: the post's own
+ * transmit pass) and by the engine (an lcore, or the inline loop taking
+ * over). Its completion is there when it does poll.
+ */
+static void
+posted_write_lands_without_a_poll(void)
+{
+	uint64_t tx0 = dev_counter(P.ctx, "tx_packets");
+	double end;
+	uint32_t i;
+
+	for (i = 0; i < 64; i++)
+		P.buf[SRC_OFF + i] = (uint8_t)(0x40 + i);
+	memset(P.buf + DST_OFF, 0, 64);
+	post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF, 64,
+		      (uintptr_t)P.buf + DST_OFF, 0, 77);
+	end = check_now() + 2;
+	while (__atomic_load_n(&P.buf[DST_OFF + 63], __ATOMIC_ACQUIRE) !=
+	       0x40 + 63 && check_now() < end)
+		usleep(10);
+	CHECK(dev_counter(P.ctx, "tx_packets") > tx0,
+	      "the WRITE never left without a poll");
+	CHECK(P.buf[DST_OFF + 63] == 0x40 + 63,
+	      "the WRITE did not land within 2 s without a poll");
+	CHECK(memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, 64) == 0, "bytes");
+	expect_wc(0, 77, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+}
+
 /* C10-96: no sends before RTS; the WR list is rejected at its head. */
 static void
 post_send_before_rts(void)
@@ -720,6 +751,7 @@ main(void)
 	RUN(atomics);
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
+	RUN(posted_write_lands_without_a_poll);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);
 	RUN(unsignaled_completions);

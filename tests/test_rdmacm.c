@@ -40,6 +40,7 @@
 #include <inttypes.h>
 #include <malloc.h>
 #include <poll.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <sys/epoll.h>
 #include <arpa/inet.h>
@@ -607,6 +608,50 @@ destroyed_id_takes_its_events(void)
 	fcntl(ch->fd, F_SETFL, fcntl(ch->fd, F_GETFL) | O_NONBLOCK);
 	CHECK(poll(&p, 1, 0) == 0, "fd readable with no event to take");
 	rdma_destroy_event_channel(ch);
+}
+
+/*
+ * rping 44's event thread, handling the last event while its main thread
+ * destroys the channel, calls rdma_get_cm_event on it once more. That
+ * call must not read the freed channel (a crash when the process exits,
+ * seen under MALLOC_PERTURB_): it sleeps, as a blocked read on a closed
+ * rdma_cm fd returns no event, and the process ends around it.
+ */
+static int late_returned;
+
+static void *
+late_waiter(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	rdma_get_cm_event(arg, &ev);
+	__atomic_store_n(&late_returned, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void
+get_event_on_destroyed_channel_sleeps(void)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct sockaddr_in d = loopback(PORT);
+	struct rdma_cm_id *id;
+	pthread_t t;
+
+	CHECK(ch != NULL, "channel");
+	CHECK(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "id");
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	usleep(100 * 1000);	/* its event queued */
+	CHECK(rdma_destroy_id(id) == 0, "destroy id");
+	rdma_destroy_event_channel(ch);
+	/* Whatever malloc does with freed memory now, it has done. */
+	free(malloc(96));
+	free(malloc(128));
+	CHECK(pthread_create(&t, NULL, late_waiter, ch) == 0, "thread");
+	pthread_detach(t);
+	usleep(200 * 1000);
+	CHECK(!__atomic_load_n(&late_returned, __ATOMIC_ACQUIRE),
+	      "rdma_get_cm_event returned on a destroyed channel");
 }
 
 /* ---- reject ------------------------------------------------------------ */
@@ -3294,6 +3339,7 @@ run_connect(int full)
 		return;
 	RUN(accept_defaults_grant_what_was_asked);
 	RUN(destroyed_id_takes_its_events);
+	RUN(get_event_on_destroyed_channel_sleeps);
 }
 
 int

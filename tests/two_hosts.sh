@@ -9,6 +9,16 @@
 passed=0
 failed=0
 
+# A program that crashes prints its stack (lib/verbs/eal.c); crash_stack
+# shows it from a log: the tail of a log does not reach it.
+export DPIB_BACKTRACE=1
+
+# crash_stack LABEL LOG: the stack printed in LOG, if any, each line
+# prefixed by LABEL.
+crash_stack() {
+	sed -n '/^dpib: fatal signal/,$p' "$2" | head -40 | sed "s/^/  $1: /"
+}
+
 ok() { passed=$((passed + 1)); echo "ok - $*"; }
 fail() { failed=$((failed + 1)); echo "FAIL - $*"; }
 

@@ -200,10 +200,15 @@ rdma_create_event_channel(void)
  * A channel goes with its queued events. A thread still waiting in
  * rdma_get_cm_event on it (rping's event thread, when the main thread
  * tears down) stays asleep, as on a kernel rdma_cm fd that was closed
- * under a blocked read; the channel's memory stays for it.
+ * under a blocked read; the channel's memory stays for it. So does an
+ * application's channel (keep): its event thread may be between two
+ * calls, handling the last event, and call again on it - rping 44 does,
+ * and would read freed memory while the process exits (seen as a crash
+ * under MALLOC_PERTURB_). Such a call sleeps too (rdma_get_cm_event).
+ * What stays is the structure, a hundred bytes per destroyed channel.
  */
 static void
-chan_free(struct cma_chan *ch)
+chan_free(struct cma_chan *ch, int keep)
 {
 	struct cma_event *e;
 
@@ -213,7 +218,7 @@ chan_free(struct cma_chan *ch)
 	}
 	close(ch->ch.fd);
 	ch->ch.fd = -1;
-	if (ch->waiters > 0) {
+	if (keep || ch->waiters > 0) {
 		ch->dead = 1;
 		return;
 	}
@@ -224,8 +229,10 @@ chan_free(struct cma_chan *ch)
 void
 rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
+	if (channel == NULL)
+		return;
 	pthread_mutex_lock(&cma.lock);
-	chan_free(to_chan(channel));
+	chan_free(to_chan(channel), 1);
 	pthread_mutex_unlock(&cma.lock);
 }
 
@@ -270,13 +277,16 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 
 	if (event == NULL)
 		return ERR(EINVAL);
-	/* O_NONBLOCK on the channel's fd makes an empty channel EAGAIN, as
-	 * on the kernel's rdma_cm fd.
-	 */
-	nonblock = (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
 	pthread_mutex_lock(&cma.lock);
+	/* O_NONBLOCK on the channel's fd makes an empty channel EAGAIN, as
+	 * on the kernel's rdma_cm fd. A destroyed channel has no fd and
+	 * never an event: its caller sleeps (see chan_free).
+	 */
+	nonblock = !ch->dead &&
+		   (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
 	ch->waiters++;
-	while ((e = TAILQ_FIRST(&ch->events)) == NULL && !nonblock)
+	while ((ch->dead || (e = TAILQ_FIRST(&ch->events)) == NULL) &&
+	       !nonblock)
 		pthread_cond_wait(&ch->cond, &cma.lock);
 	ch->waiters--;
 	if (e != NULL) {
@@ -403,7 +413,7 @@ create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id,
 	pthread_mutex_unlock(&cma.lock);
 	if (err) {
 		if (ch != NULL)
-			chan_free(ch);
+			chan_free(ch, 0);
 		return ERR(err);
 	}
 	*id = &c->id;
@@ -470,7 +480,7 @@ rdma_destroy_id(struct rdma_cm_id *id)
 		sync_ch = c->chan;
 	cma_id_free(c);
 	if (sync_ch != NULL && sync_ch->nids == 0)
-		chan_free(sync_ch);
+		chan_free(sync_ch, 0);
 	pthread_mutex_unlock(&cma.lock);
 	return 0;
 }
@@ -1182,7 +1192,7 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	c->chan = to;
 	c->id.channel = &to->ch;
 	if (c->sync && from->nids == 0)
-		chan_free(from);
+		chan_free(from, 0);
 	c->sync = channel == NULL;
 	pthread_mutex_unlock(&cma.lock);
 	return 0;

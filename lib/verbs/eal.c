@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <execinfo.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_log.h>
@@ -163,9 +165,6 @@ remove_runtime_dir(void)
 	rmdir(runtime_dir);
 }
 
-#define MEMIF_SETTLE_MS	50	/* for a peer's link to go down */
-#define MEMIF_DRAIN_MS	10	/* then for its disconnect to finish */
-
 static int
 is_memif(uint16_t port)
 {
@@ -176,34 +175,56 @@ is_memif(uint16_t port)
 	       strcmp(info.driver_name, "net_memif") == 0;
 }
 
+#define MEMIF_CLOSE_WAIT_MS	2000
+
+static int memif_closed;
+
 /*
- * After a port was stopped: a memif port of this process whose peer it was
- * is being disconnected by EAL's interrupt thread right now. Stopping it
- * meanwhile disconnects it twice at once (memif frees its control channel
- * from both threads: "Invalid memory", or worse). Wait, briefly, for each
- * later memif port still up to go down, and then a little more: memif
- * reports the link down first and frees after (without the extra wait the
- * double free was seen every time). One whose peer is elsewhere stays up
- * and costs MEMIF_SETTLE_MS.
+ * Stops and closes this process's memif ports; runs on EAL's interrupt
+ * thread (an alarm), the thread that handles a memif peer's disconnect.
+ * Both tear the connection down (memif_disconnect: its regions, its queue
+ * descriptors) and DPDK 22.11 does not lock against itself there: a peer
+ * that left while this process exited freed them twice at once ("Invalid
+ * memory", or a segfault in exit). On one thread the two take turns.
  */
 static void
-memif_settle(uint16_t stopped)
+memif_close_all(void *arg)
 {
-	struct rte_eth_link link;
 	uint16_t port;
-	int ms;
 
+	RTE_SET_USED(arg);
 	RTE_ETH_FOREACH_DEV(port) {
-		if (port <= stopped || !is_memif(port))
+		if (!is_memif(port))
 			continue;
-		for (ms = 0; ms < MEMIF_SETTLE_MS; ms++) {
-			if (rte_eth_link_get_nowait(port, &link) != 0 ||
-			    !link.link_status)
-				break;
-			usleep(1000);
-		}
-		usleep(MEMIF_DRAIN_MS * 1000);
+		rte_eth_dev_stop(port);
+		rte_eth_dev_close(port);
 	}
+	__atomic_store_n(&memif_closed, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * The memif ports close on the interrupt thread, and this thread waits for
+ * them; should that thread not run the alarm in time, they close here.
+ * rte_eal_alarm_cancel waits for a callback already running, so after it
+ * the ports are closed by exactly one of the two.
+ */
+static void
+memif_close(void)
+{
+	uint16_t port;
+	int ms, any = 0;
+
+	RTE_ETH_FOREACH_DEV(port)
+		any |= is_memif(port);
+	if (!any)
+		return;
+	if (rte_eal_alarm_set(1, memif_close_all, NULL) == 0)
+		for (ms = 0; ms < MEMIF_CLOSE_WAIT_MS &&
+		     !__atomic_load_n(&memif_closed, __ATOMIC_ACQUIRE); ms++)
+			usleep(1000);
+	rte_eal_alarm_cancel(memif_close_all, NULL);
+	if (!__atomic_load_n(&memif_closed, __ATOMIC_ACQUIRE))
+		memif_close_all(NULL);
 }
 
 /*
@@ -253,13 +274,10 @@ dpib_exit(void)
 	ib_engine_shutdown();
 	exit_counters();
 	ib_mem_exiting();
+	memif_close();
 	RTE_ETH_FOREACH_DEV(port) {
-		int memif = is_memif(port);
-
 		rte_eth_dev_stop(port);
 		rte_eth_dev_close(port);
-		if (memif)
-			memif_settle(port);
 	}
 	/*
 	 * No rte_eal_cleanup(): EAL runs in memory (no files to remove but the
@@ -268,6 +286,49 @@ dpib_exit(void)
 	 * peer's disconnect - a crash seen in DPDK 22.11.
 	 */
 	remove_runtime_dir();
+}
+
+/*
+ * DPIB_BACKTRACE=1: a fatal signal (SIGSEGV, SIGBUS, SIGFPE, SIGILL,
+ * SIGABRT) in any thread prints that thread's stack to stderr before the
+ * process dies of it as it would have - what a test's log needs when an
+ * unmodified program crashes on a machine that keeps no core files. Off
+ * unless asked for: the program's own handlers stay its own.
+ */
+static void
+backtrace_handler(int sig)
+{
+	static const char head[] = "dpib: fatal signal, stack:\n";
+	void *frames[64];
+	int n;
+
+	if (write(STDERR_FILENO, head, sizeof(head) - 1) < 0)
+		goto out;
+	n = backtrace(frames, 64);
+	backtrace_symbols_fd(frames, n, STDERR_FILENO);
+out:
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static void
+backtrace_on_crash(void)
+{
+	static const int sigs[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
+	const char *on = getenv("DPIB_BACKTRACE");
+	struct sigaction sa;
+	void *warm[1];
+	unsigned int i;
+
+	if (on == NULL || strcmp(on, "1") != 0)
+		return;
+	backtrace(warm, 1);	/* loads libgcc now, not in the handler */
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = backtrace_handler;
+	sa.sa_flags = SA_RESETHAND;
+	sigemptyset(&sa.sa_mask);
+	for (i = 0; i < RTE_DIM(sigs); i++)
+		sigaction(sigs[i], &sa, NULL);
 }
 
 /* Do the [eal] args pick PCI devices themselves (-a, -b, --allow ...)? */
@@ -359,6 +420,7 @@ eal_start(void)
 	}
 	init_pid = getpid();
 	atexit(dpib_exit);
+	backtrace_on_crash();
 	return 0;
 }
 
