@@ -175,6 +175,12 @@ ib_cq_req_notify(struct ibv_cq *ibcq, int solicited_only)
 			 IB_CQ_ARM_NEXT, __ATOMIC_RELEASE);
 	/* The other half of cq_push's fence: the caller's next poll. */
 	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+	/* Inline mode: a program that arms its CQ is about to wait outside
+	 * verbs; what its posts left for the next flush (a stream's frames,
+	 * ib_engine.c's post_pass) leaves now, not when the loop takes over.
+	 */
+	if (ib_engine_inline)
+		ib_engine_progress_cq(cq);
 	return 0;
 }
 
