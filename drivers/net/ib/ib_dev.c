@@ -399,6 +399,22 @@ port_start(struct ib_dev *dev)
 		dev->mac.addr_bytes[5] = (uint8_t)(port + 1);
 		(void)rte_eth_dev_default_mac_addr_set(port, &dev->mac);
 	}
+	/*
+	 * An af_packet port shares its interface with the kernel, which
+	 * takes every frame sent to the interface's address into its IP stack
+	 * as well: there, a RoCE frame for an address only dpib owns costs a
+	 * route lookup, a dst entry freed through RCU and an ICMP error, all
+	 * in the sending peer's system call (veth). dpib answers as a station
+	 * of its own instead, at a locally administered address derived from
+	 * the interface's (different from it whether that one was local or
+	 * not; the port is promiscuous): the kernel drops its frames as
+	 * another host's at once, while the packet socket still sees them.
+	 * Measured on a veth pair: ib_write_bw -s 65536 12.9 -> 16.2 Gbit/s,
+	 * ib_send_lat -s 8 3.3 -> 2.7 us.
+	 */
+	if (ret == 0 && strcmp(info.driver_name, "net_af_packet") == 0)
+		dev->mac.addr_bytes[0] = (uint8_t)((dev->mac.addr_bytes[0] |
+						    0x02) ^ 0x04);
 	return ret;
 }
 
