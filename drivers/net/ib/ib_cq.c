@@ -86,7 +86,7 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	}
 	if (pos != cq->q.cons)
 		ib_queue_consume(&cq->q, pos);
-	rte_spinlock_unlock(&cq->poll_lock);
+	ib_unlock(&cq->poll_lock);
 	return got;
 }
 
@@ -162,7 +162,7 @@ ib_cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 		return cq_push(cq, wc, solicited);
 	rte_spinlock_lock(&cq->prod_lock);
 	ret = cq_push(cq, wc, solicited);
-	rte_spinlock_unlock(&cq->prod_lock);
+	ib_unlock(&cq->prod_lock);
 	return ret;
 }
 
@@ -205,7 +205,7 @@ ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn)
 		if (e->qp_num == qpn)
 			e->qp_num = IB_CQE_PURGED;
 	}
-	rte_spinlock_unlock(&cq->poll_lock);
+	ib_unlock(&cq->poll_lock);
 }
 
 struct cq_resize {
@@ -318,7 +318,7 @@ ib_cq_resize(struct ib_cq *cq, int cqe)
 	}
 	rte_spinlock_lock(&cq->poll_lock);
 	err = ib_engine_exec(cq->dev, cq_resize_apply, &r);
-	rte_spinlock_unlock(&cq->poll_lock);
+	ib_unlock(&cq->poll_lock);
 	if (err == 0)
 		err = r.err;
 	if (err)

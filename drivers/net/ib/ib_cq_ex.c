@@ -70,7 +70,7 @@ start_poll(struct ibv_cq_ex *cqx, struct ibv_poll_cq_attr *attr)
 	 */
 	if (cq->ex_pos != cq->q.cons)
 		ib_queue_consume(&cq->q, cq->ex_pos);
-	rte_spinlock_unlock(&cq->poll_lock);
+	ib_unlock(&cq->poll_lock);
 	return ENOENT;
 }
 
@@ -93,7 +93,7 @@ end_poll(struct ibv_cq_ex *cqx)
 	/* After ENOENT from next_poll there is no current entry to consume. */
 	ib_queue_consume(&cq->q, cq->ex_pos + (cq->ex_cur != NULL));
 	cq->ex_cur = NULL;
-	rte_spinlock_unlock(&cq->poll_lock);
+	ib_unlock(&cq->poll_lock);
 }
 
 static enum ibv_wc_opcode

@@ -125,7 +125,7 @@ int ib_engine_inline;
 static inline void
 run_unlock(struct ib_engine *e)
 {
-	__atomic_store_n(&e->run.locked, 0, __ATOMIC_RELEASE);
+	ib_unlock(&e->run);
 }
 
 __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
@@ -1224,11 +1224,22 @@ post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
 
 /*
  * Inline mode: one pass of engine @e, from an application call: a full
- * one, or with @post the transmit-only pass of a post on that QP. A
- * thread finding another one inside the pass does not wait.
+ * one, or with @post the pass of a post on that QP of a one-shard engine
+ * (the transmit-only post_pass, every ENG_POST_FULL-th time a full one).
+ * A thread finding another one inside the pass does not wait.
+ *
+ * @ring: the post published WRs and its doorbell is rung here. A poster
+ * that gets the pass lock is the engine: it puts the QP on the active list
+ * itself, with no fence and no ring (the lock's locked instruction already
+ * ordered the post's WQEs before what it reads here, as the doorbell's
+ * fence would, and nothing can be parking the QP meanwhile), and wakes a
+ * sleeping loop as the doorbell does. One that finds the lock taken rings
+ * the doorbell. A post then costs two locked instructions (the SQ lock,
+ * the pass lock) where it cost five, each waiting for the stores before it
+ * to drain.
  */
 static int
-drive(struct ib_engine *e, struct ib_qp *post)
+drive(struct ib_engine *e, struct ib_qp *post, int ring)
 {
 	uint64_t now = rte_rdtsc();
 	uint32_t self;
@@ -1238,12 +1249,26 @@ drive(struct ib_engine *e, struct ib_qp *post)
 	 * tells it that calls drive, so that it backs off.
 	 */
 	__atomic_store_n(&e->app_tsc, now, __ATOMIC_RELAXED);
-	if (!rte_spinlock_trylock(&e->run))
+	if (!rte_spinlock_trylock(&e->run)) {
+		if (ring)
+			ib_engine_doorbell(post);
 		return 0;
+	}
+	if (ring) {
+		if (__atomic_load_n(&e->sleeping, __ATOMIC_RELAXED))
+			ring_efd(e);
+		if (!__atomic_load_n(&post->db_armed, __ATOMIC_RELAXED)) {
+			__atomic_store_n(&post->db_armed, 1, __ATOMIC_RELAXED);
+			ib_engine_activate(post);
+		}
+	}
 	self = ib_self;
 	ib_self = e->id;
-	work = (int)(post != NULL ? post_pass(post->sh, post, now) :
-				    passes(e, now));
+	if (post != NULL &&
+	    (++post->sh->posts & (ENG_POST_FULL - 1)) != 0)
+		work = (int)post_pass(post->sh, post, now);
+	else
+		work = (int)passes(e, now);
 	ib_self = self;
 	run_unlock(e);
 	return work;
@@ -1257,7 +1282,7 @@ ib_engine_progress(void)
 	int work = 0;
 
 	for (k = 0; k < eng.n; k++)
-		work += drive(&engines[k], NULL);
+		work += drive(&engines[k], NULL, 0);
 	return work;
 }
 
@@ -1266,20 +1291,22 @@ int
 ib_engine_progress_qp(struct ib_qp *qp)
 {
 	return qp->sh != NULL && qp->sh->eng != NULL ?
-	       drive(qp->sh->eng, NULL) : ib_engine_progress();
+	       drive(qp->sh->eng, NULL, 0) : ib_engine_progress();
 }
 
-/* ... of the engine that owns @qp, for a post on it (post_pass). */
+/* ... of the engine that owns @qp, for a post on it (@ring: drive). */
 int
-ib_engine_post_qp(struct ib_qp *qp)
+ib_engine_post_qp(struct ib_qp *qp, int ring)
 {
 	struct ib_shard *sh = qp->sh;
 	struct ib_engine *e = sh != NULL ? sh->eng : NULL;
 
-	if (e == NULL || e->nsh != 1 ||
-	    (++sh->posts & (ENG_POST_FULL - 1)) == 0)
+	if (e == NULL || e->nsh != 1) {
+		if (ring)
+			ib_engine_doorbell(qp);
 		return ib_engine_progress_qp(qp);
-	return drive(e, qp);
+	}
+	return drive(e, qp, ring);
 }
 
 /* ... of the engines whose QPs complete on @cq (a poll). */
@@ -1297,7 +1324,7 @@ ib_engine_progress_cq(struct ib_cq *cq)
 			k = (uint32_t)__builtin_ctz(feeds);
 			feeds &= feeds - 1;
 			if (k < eng.n)
-				work += drive(&engines[k], NULL);
+				work += drive(&engines[k], NULL, 0);
 		}
 	}
 	poll_cq = NULL;

@@ -204,7 +204,7 @@ void ib_engine_forget(struct ib_qp *qp);
 int ib_qp_runnable(const struct ib_qp *qp);
 int ib_engine_progress(void);
 int ib_engine_progress_qp(struct ib_qp *qp);
-int ib_engine_post_qp(struct ib_qp *qp);
+int ib_engine_post_qp(struct ib_qp *qp, int ring);
 int ib_engine_progress_cq(struct ib_cq *cq);
 extern int ib_engine_inline;
 

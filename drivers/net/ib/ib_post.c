@@ -216,7 +216,7 @@ post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 	struct ib_queue *q = &qp->sq;
 	int state = qp_state(qp);
 	uint32_t prod;
-	int err = 0;
+	int err = 0, posted;
 
 	if (!sq_accepts(state)) {
 		*bad = wr;
@@ -236,18 +236,22 @@ post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 		bind_posted(wr);
 		prod++;
 	}
-	if (prod != q->prod) {
+	posted = prod != q->prod;
+	if (posted) {
 		ib_queue_publish(q, prod);
-		ib_engine_doorbell(qp);
+		if (!ib_engine_inline)
+			ib_engine_doorbell(qp);
 	}
-	rte_spinlock_unlock(&qp->sq_lock);
+	ib_unlock(&qp->sq_lock);
 	if (ib_engine_inline) {
 		/* Carry the work as far as it goes now: on a loopback device
 		 * the whole exchange, on a port until it waits for the peer.
+		 * The first pass rings the doorbell (ib_engine_post_qp).
 		 */
 		int i;
 
-		for (i = 0; i < IB_POST_PASSES && ib_engine_post_qp(qp); i++)
+		for (i = 0; i < IB_POST_PASSES &&
+		     ib_engine_post_qp(qp, posted && i == 0); i++)
 			;
 	}
 	if (err)
@@ -307,7 +311,7 @@ ib_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr,
 		if (qp_state(qp) == IBV_QPS_ERR)
 			ib_engine_doorbell(qp);
 	}
-	rte_spinlock_unlock(&qp->rq_lock);
+	ib_unlock(&qp->rq_lock);
 	return err;
 }
 

@@ -122,7 +122,7 @@ ib_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr,
 	prod = ib_recv_wqes_write(&srq->q, srq->max_sge, wr, bad, &err);
 	if (prod != srq->q.prod)
 		ib_queue_publish(&srq->q, prod);
-	rte_spinlock_unlock(&srq->post_lock);
+	ib_unlock(&srq->post_lock);
 	return err;
 }
 
@@ -154,6 +154,6 @@ ib_srq_take(struct ib_srq *srq, struct ib_rwqe_copy *out)
 		return srq_take(srq, out);
 	rte_spinlock_lock(&srq->take_lock);
 	ret = srq_take(srq, out);
-	rte_spinlock_unlock(&srq->take_lock);
+	ib_unlock(&srq->take_lock);
 	return ret;
 }
