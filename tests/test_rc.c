@@ -531,13 +531,6 @@ doorbell_after_idle(void)
 	verify(64, "WRITE after idle");
 }
 
-/*
- * A posted WR goes out and lands without the program polling for it: an
- * application that posts and then waits on something else (a flag in its
- * memory, a socket) is served by its post (inline mode: the post's own
- * transmit pass) and by the engine (an lcore, or the inline loop taking
- * over). Its completion is there when it does poll.
- */
 /* Frames sent: to the port, or back to the device itself inside dpib (a
  * device reached through its own address on a real port: self_loop.sh).
  */
@@ -548,28 +541,45 @@ frames_sent(void)
 	       dev_counter(P.ctx, "tx_loopback_packets");
 }
 
+/*
+ * Posted WRs go out and land without the program polling for them: an
+ * application that posts and then waits on something else (a flag in its
+ * memory, a socket) is served by its posts (inline mode: each post's own
+ * transmit pass) and by the engine (an lcore, or the inline loop taking
+ * over). A stream of them too: inline posts on a QP with WRs on the wire
+ * leave their frames to the next flush, and with no next call the loop
+ * must send them. Their completions are there when it does poll.
+ */
+#define STREAM_WRS	12
+
 static void
-posted_write_lands_without_a_poll(void)
+posted_writes_land_without_a_poll(void)
 {
 	uint64_t tx0 = frames_sent();
 	double end;
-	uint32_t i;
+	uint32_t i, k;
 
-	for (i = 0; i < 64; i++)
-		P.buf[SRC_OFF + i] = (uint8_t)(0x40 + i);
-	memset(P.buf + DST_OFF, 0, 64);
-	post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF, 64,
-		      (uintptr_t)P.buf + DST_OFF, 0, 77);
+	for (i = 0; i < STREAM_WRS * 64; i++)
+		P.buf[SRC_OFF + i] = (uint8_t)(0x40 + i % 191);
+	memset(P.buf + DST_OFF, 0, STREAM_WRS * 64);
+	for (k = 0; k < STREAM_WRS; k++)
+		post_send_one(0, IBV_WR_RDMA_WRITE,
+			      (uintptr_t)P.buf + SRC_OFF + k * 64, 64,
+			      (uintptr_t)P.buf + DST_OFF + k * 64, 0, 70 + k);
 	end = check_now() + 2;
-	while (__atomic_load_n(&P.buf[DST_OFF + 63], __ATOMIC_ACQUIRE) !=
-	       0x40 + 63 && check_now() < end)
+	while (memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, STREAM_WRS * 64) != 0 &&
+	       check_now() < end)
 		usleep(10);
-	CHECK(frames_sent() > tx0,
-	      "the WRITE never left without a poll");
-	CHECK(P.buf[DST_OFF + 63] == 0x40 + 63,
-	      "the WRITE did not land within 2 s without a poll");
-	CHECK(memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, 64) == 0, "bytes");
-	expect_wc(0, 77, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	CHECK(frames_sent() >= tx0 + STREAM_WRS,
+	      "%lu of %u WRITEs left without a poll",
+	      (unsigned long)(frames_sent() - tx0), STREAM_WRS);
+	for (k = 0; k < STREAM_WRS; k++)
+		CHECK(memcmp(P.buf + DST_OFF + k * 64, P.buf + SRC_OFF + k * 64,
+			     64) == 0,
+		      "WRITE %u of %u did not land within 2 s without a poll",
+		      k + 1, STREAM_WRS);
+	for (k = 0; k < STREAM_WRS; k++)
+		expect_wc(0, 70 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
 }
 
 /* C10-96: no sends before RTS; the WR list is rejected at its head. */
@@ -761,7 +771,7 @@ main(void)
 	RUN(atomics);
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
-	RUN(posted_write_lands_without_a_poll);
+	RUN(posted_writes_land_without_a_poll);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);
 	RUN(unsignaled_completions);

@@ -68,6 +68,8 @@
 #define ENG_DEFER_MAX_US 10000	/* ... and the longest nap after them: a
 				 * program that stops calling is covered
 				 * this late, once */
+#define ENG_DEFER_STREAM_US 1000 /* ... while posts leave frames to a
+				 * flush (post_pass) */
 
 struct ib_ctl {
 	void (*fn)(void *);
@@ -81,6 +83,7 @@ struct ib_engine {
 	 */
 	uint32_t sleeping;	/* in epoll: a doorbell must write efd */
 	uint64_t app_tsc;	/* inline: an application call's last pass */
+	uint32_t deferred;	/* inline: a post left frames to a flush */
 
 	/* The loop's own. */
 	uint32_t id __rte_cache_aligned;
@@ -725,8 +728,8 @@ engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, idle, app_tsc;
-	uint32_t streak = 0;
+	uint64_t last = rte_rdtsc(), now, idle, app_tsc, nap;
+	uint32_t streak = 0, stream;
 
 	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
@@ -746,10 +749,22 @@ engine_main(void *arg)
 			 * been preempted, by this loop among others; spinning
 			 * for the lock would keep it off the CPU.
 			 */
+			/* Posts that left frames to a flush (post_pass)
+			 * keep the naps at most ENG_DEFER_STREAM_US: a
+			 * program that then stops calling has them sent
+			 * that soon, not ENG_DEFER_MAX_US late.
+			 */
+			stream = __atomic_load_n(&e->deferred,
+						 __ATOMIC_RELAXED);
+			if (stream)
+				__atomic_store_n(&e->deferred, 0,
+						 __ATOMIC_RELAXED);
 			if (idle < eng.takeover_us ||
 			    rte_spinlock_is_locked(&e->run)) {
-				rte_delay_us_sleep(defer_nap(RTE_MIN(idle,
-						(uint64_t)eng.takeover_us), ++streak));
+				nap = defer_nap(RTE_MIN(idle,
+					(uint64_t)eng.takeover_us), ++streak);
+				rte_delay_us_sleep(stream ? RTE_MIN(nap,
+					(uint64_t)ENG_DEFER_STREAM_US) : nap);
 				continue;
 			}
 			streak = 0;
@@ -1200,7 +1215,11 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
  * burst (ib_resp.c): memif, perftest ib_write_bw -s 64 -q 1, 2.0 to 5.0 M
  * msg/s and 0.61 to 0.07 ACKs per message. A program that posts such a
  * stream and then waits outside verbs without arming a CQ has its last
- * frames sent when the loop takes over (takeover_us).
+ * frames sent when the loop takes over: while posts defer, the loop's
+ * naps last at most ENG_DEFER_STREAM_US (engine_main), not the
+ * ENG_DEFER_MAX_US it may reach while calls keep driving. (Naps of about
+ * takeover_us instead cost the memif stream half its rate: the loop then
+ * wakes on a CPU the two programs need.)
  */
 static unsigned int
 post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
@@ -1215,6 +1234,8 @@ post_pass(struct ib_shard *sh, struct ib_qp *qp, uint64_t t0)
 	if (qp->req.wqe_idx - qp->comp.wqe_idx < ENG_POST_DEEP ||
 	    sh->tx_n >= ENG_POST_FULL)
 		tx_settle(sh, t0, 0);
+	else if (!__atomic_load_n(&sh->eng->deferred, __ATOMIC_RELAXED))
+		__atomic_store_n(&sh->eng->deferred, 1, __ATOMIC_RELAXED);
 	sh->now = 0;
 	if (pass_sampled(sh) && sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - t0) *
