@@ -1381,44 +1381,14 @@ linger(void)
 
 #define LINGER_WAIT_MS	1000	/* for the interrupt thread to run it */
 
-struct intr_call {
-	void (*fn)(void *);
-	void *arg;
-	int done;
-};
+static int lingered;
 
 static void
-intr_call_run(void *p)
-{
-	struct intr_call *c = p;
-
-	c->fn(c->arg);
-	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
-}
-
-/* rte_eal_alarm_cancel waits for a call under way: after it, @fn ran on
- * the interrupt thread or will not run there at all.
- */
-void
-hca_run_on_intr_thread(void (*fn)(void *), void *arg, unsigned int wait_ms)
-{
-	struct intr_call c = { .fn = fn, .arg = arg, .done = 0 };
-	unsigned int ms;
-
-	if (rte_eal_alarm_set(1, intr_call_run, &c) == 0)
-		for (ms = 0; ms < wait_ms &&
-		     !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); ms++)
-			rte_delay_us_sleep(1000);
-	rte_eal_alarm_cancel(intr_call_run, &c);
-	if (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
-		fn(arg);
-}
-
-static void
-linger_call(void *arg)
+linger_alarm(void *arg)
 {
 	RTE_SET_USED(arg);
 	linger();
+	__atomic_store_n(&lingered, 1, __ATOMIC_RELEASE);
 }
 
 /*
@@ -1430,11 +1400,13 @@ linger_call(void *arg)
  * CPU contention, ibv_rc_pingpong's server: dpib_exit, linger, passes,
  * memif rx). On one thread the two take turns; a port whose peer left
  * then receives nothing. Should the alarm not run in time, the passes
- * run here (hca_run_on_intr_thread).
+ * run here (rte_eal_alarm_cancel waits for one under way).
  */
 void
 ib_engine_shutdown(void)
 {
+	int ms;
+
 	if (!eng.launched)
 		return;
 	if (!ib_engine_inline) {
@@ -1445,5 +1417,11 @@ ib_engine_shutdown(void)
 	}
 	eng.launched = 0;
 	engines_stop(eng.n);
-	hca_run_on_intr_thread(linger_call, NULL, LINGER_WAIT_MS);
+	if (rte_eal_alarm_set(1, linger_alarm, NULL) == 0)
+		for (ms = 0; ms < LINGER_WAIT_MS &&
+		     !__atomic_load_n(&lingered, __ATOMIC_ACQUIRE); ms++)
+			rte_delay_us_sleep(1000);
+	rte_eal_alarm_cancel(linger_alarm, NULL);
+	if (!__atomic_load_n(&lingered, __ATOMIC_ACQUIRE))
+		linger();
 }
