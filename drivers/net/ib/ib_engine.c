@@ -38,7 +38,6 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
-#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
@@ -1379,49 +1378,12 @@ linger(void)
 	}
 }
 
-#define LINGER_WAIT_MS	1000	/* for the interrupt thread to run it */
-
-static int lingered;
-
-static void
-linger_alarm(void *arg)
-{
-	RTE_SET_USED(arg);
-	linger();
-	__atomic_store_n(&lingered, 1, __ATOMIC_RELEASE);
-}
-
-/*
- * Inline mode: the loops stop first, and the last passes run on EAL's
- * interrupt thread (an alarm), the thread that handles a memif peer's
- * disconnect. DPDK 22.11's memif unmaps the shared regions there while a
- * receive burst on another thread may still read them: a peer that left
- * while this process lingered crashed it in memif's receive (seen under
- * CPU contention, ibv_rc_pingpong's server: dpib_exit, linger, passes,
- * memif rx). On one thread the two take turns; a port whose peer left
- * then receives nothing. Should the alarm not run in time, the passes
- * run here (rte_eal_alarm_cancel waits for one under way).
- */
 void
 ib_engine_shutdown(void)
 {
-	int ms;
-
 	if (!eng.launched)
 		return;
-	if (!ib_engine_inline) {
-		linger();
-		eng.launched = 0;
-		engines_stop(eng.n);
-		return;
-	}
+	linger();
 	eng.launched = 0;
 	engines_stop(eng.n);
-	if (rte_eal_alarm_set(1, linger_alarm, NULL) == 0)
-		for (ms = 0; ms < LINGER_WAIT_MS &&
-		     !__atomic_load_n(&lingered, __ATOMIC_ACQUIRE); ms++)
-			rte_delay_us_sleep(1000);
-	rte_eal_alarm_cancel(linger_alarm, NULL);
-	if (!__atomic_load_n(&lingered, __ATOMIC_ACQUIRE))
-		linger();
 }
