@@ -599,6 +599,7 @@ qp_unpublish(void *arg)
 	struct ib_qp *qp = arg;
 	struct ib_dev *dev = qp->dev;
 
+	ib_resp_ack_now(qp);
 	__atomic_store_n(&dev->qp_tbl[qp->ibv.qp_num], NULL, __ATOMIC_RELEASE);
 	ib_mcast_forget_qp(qp);
 	ib_mw_forget_qp(qp);

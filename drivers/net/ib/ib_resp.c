@@ -119,6 +119,21 @@ ack_hold(const struct ib_qp *qp)
 	       qp->resp.ack_held < IB_ACK_COALESCE;
 }
 
+/*
+ * The QP leaves the engine (destroyed): an ACK it still holds leaves now,
+ * not with a pass that will no longer see the QP - a peer whose last
+ * request it covers would otherwise time out and fail (a program that
+ * destroys its QP right after its last receive completes: ibv_rc_pingpong).
+ */
+void
+ib_resp_ack_now(struct ib_qp *qp)
+{
+	if (qp->resp.ack_pending && qp->resp.rd_head == qp->resp.rd_tail) {
+		ack_flush(qp);
+		ib_tx_flush(qp->dev);
+	}
+}
+
 void
 ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
