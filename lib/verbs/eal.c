@@ -22,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <rte_alarm.h>
 #include <rte_eal.h>
 #include <rte_ethdev.h>
 #include <rte_log.h>
@@ -177,15 +176,14 @@ is_memif(uint16_t port)
 
 #define MEMIF_CLOSE_WAIT_MS	2000
 
-static int memif_closed;
-
 /*
  * Stops and closes this process's memif ports; runs on EAL's interrupt
- * thread (an alarm), the thread that handles a memif peer's disconnect.
- * Both tear the connection down (memif_disconnect: its regions, its queue
- * descriptors) and DPDK 22.11 does not lock against itself there: a peer
- * that left while this process exited freed them twice at once ("Invalid
- * memory", or a segfault in exit). On one thread the two take turns.
+ * thread (hca_run_on_intr_thread), the thread that handles a memif peer's
+ * disconnect. Both tear the connection down (memif_disconnect: its
+ * regions, its queue descriptors) and DPDK 22.11 does not lock against
+ * itself there: a peer that left while this process exited freed them
+ * twice at once ("Invalid memory", or a segfault in exit). On one thread
+ * the two take turns.
  */
 static void
 memif_close_all(void *arg)
@@ -199,32 +197,19 @@ memif_close_all(void *arg)
 		rte_eth_dev_stop(port);
 		rte_eth_dev_close(port);
 	}
-	__atomic_store_n(&memif_closed, 1, __ATOMIC_RELEASE);
 }
 
-/*
- * The memif ports close on the interrupt thread, and this thread waits for
- * them; should that thread not run the alarm in time, they close here.
- * rte_eal_alarm_cancel waits for a callback already running, so after it
- * the ports are closed by exactly one of the two.
- */
 static void
 memif_close(void)
 {
 	uint16_t port;
-	int ms, any = 0;
+	int any = 0;
 
 	RTE_ETH_FOREACH_DEV(port)
 		any |= is_memif(port);
-	if (!any)
-		return;
-	if (rte_eal_alarm_set(1, memif_close_all, NULL) == 0)
-		for (ms = 0; ms < MEMIF_CLOSE_WAIT_MS &&
-		     !__atomic_load_n(&memif_closed, __ATOMIC_ACQUIRE); ms++)
-			usleep(1000);
-	rte_eal_alarm_cancel(memif_close_all, NULL);
-	if (!__atomic_load_n(&memif_closed, __ATOMIC_ACQUIRE))
-		memif_close_all(NULL);
+	if (any)
+		hca_run_on_intr_thread(memif_close_all, NULL,
+				       MEMIF_CLOSE_WAIT_MS);
 }
 
 /*

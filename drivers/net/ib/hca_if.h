@@ -91,6 +91,13 @@ unsigned int hca_active_mtu(const struct ib_dev *dev);
 uint32_t hca_cc_line_mbps(const struct ib_dev *dev);
 int hca_counters(struct ib_dev *dev, const char *const **names,
 		 uint64_t *values, int n);
+/*
+ * Runs @fn(@arg) once on EAL's interrupt thread, the thread that handles a
+ * memif peer's connection, and waits for it: up to @wait_ms, after which
+ * it runs on the caller's thread instead (never twice, never on both).
+ */
+void hca_run_on_intr_thread(void (*fn)(void *), void *arg,
+			    unsigned int wait_ms);
 int ib_inject(struct ib_dev *dev, const void *frame, uint32_t len);
 /* The MAC of the host at @gid as this device's ARP/ND knows it: 0, or
  * EAGAIN while being resolved (asked for here), EHOSTUNREACH when it did

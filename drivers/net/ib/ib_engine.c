@@ -38,6 +38,7 @@
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
+#include <rte_alarm.h>
 #include <rte_cycles.h>
 #include <rte_epoll.h>
 #include <rte_ethdev.h>
@@ -1378,12 +1379,71 @@ linger(void)
 	}
 }
 
+#define LINGER_WAIT_MS	1000	/* for the interrupt thread to run it */
+
+struct intr_call {
+	void (*fn)(void *);
+	void *arg;
+	int done;
+};
+
+static void
+intr_call_run(void *p)
+{
+	struct intr_call *c = p;
+
+	c->fn(c->arg);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+}
+
+/* rte_eal_alarm_cancel waits for a call under way: after it, @fn ran on
+ * the interrupt thread or will not run there at all.
+ */
+void
+hca_run_on_intr_thread(void (*fn)(void *), void *arg, unsigned int wait_ms)
+{
+	struct intr_call c = { .fn = fn, .arg = arg, .done = 0 };
+	unsigned int ms;
+
+	if (rte_eal_alarm_set(1, intr_call_run, &c) == 0)
+		for (ms = 0; ms < wait_ms &&
+		     !__atomic_load_n(&c.done, __ATOMIC_ACQUIRE); ms++)
+			rte_delay_us_sleep(1000);
+	rte_eal_alarm_cancel(intr_call_run, &c);
+	if (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+		fn(arg);
+}
+
+static void
+linger_call(void *arg)
+{
+	RTE_SET_USED(arg);
+	linger();
+}
+
+/*
+ * Inline mode: the loops stop first, and the last passes run on EAL's
+ * interrupt thread (an alarm), the thread that handles a memif peer's
+ * disconnect. DPDK 22.11's memif unmaps the shared regions there while a
+ * receive burst on another thread may still read them: a peer that left
+ * while this process lingered crashed it in memif's receive (seen under
+ * CPU contention, ibv_rc_pingpong's server: dpib_exit, linger, passes,
+ * memif rx). On one thread the two take turns; a port whose peer left
+ * then receives nothing. Should the alarm not run in time, the passes
+ * run here (hca_run_on_intr_thread).
+ */
 void
 ib_engine_shutdown(void)
 {
 	if (!eng.launched)
 		return;
-	linger();
+	if (!ib_engine_inline) {
+		linger();
+		eng.launched = 0;
+		engines_stop(eng.n);
+		return;
+	}
 	eng.launched = 0;
 	engines_stop(eng.n);
+	hca_run_on_intr_thread(linger_call, NULL, LINGER_WAIT_MS);
 }
