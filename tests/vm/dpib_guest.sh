@@ -59,8 +59,18 @@ step() {
 	# No private /dev and /sys view (perftest needs none): under TCG its
 	# few hundred bind mounts take 20 s.
 	DPIB_CONF=$conf DPIB_EXIT_COUNTERS=$counters-$name DPIB_RUN_NS=no \
-		timeout 600 "$build/app/dpib-run" "$@"
-	rc=$?
+		timeout 600 "$build/app/dpib-run" "$@" 2>&1 | tee "/tmp/$name.log"
+	rc=${PIPESTATUS[0]}
+	# perftest times its report with a CPU clock it calibrates after the
+	# run against gettimeofday; a vCPU preempted then (two programs and
+	# QEMU on two CPUs) makes the fit fail and it exits 1 after the whole
+	# transfer completed. That is the guest's clock, not the transport:
+	# said, not counted (the zero-copy counters are still checked).
+	if [ "$rc" = 1 ] && grep -q "^Correlation coefficient" "/tmp/$name.log" &&
+	   grep -q "^Can't produce a report" "/tmp/$name.log"; then
+		say "$name: perftest could not calibrate its clock after the transfer; not a transport failure"
+		rc=0
+	fi
 	echo "$rc" >"$dir/done-$name"
 	say "$name: status $rc at $(up) s"
 	return "$rc"

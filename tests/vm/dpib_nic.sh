@@ -69,6 +69,14 @@ serve() {
 	kill -KILL "$pid" 2>/dev/null
 	wait "$pid"
 	rc=$?
+	# As in dpib_guest.sh: perftest's post-run clock calibration failing
+	# under CPU contention is not the transport's failure.
+	if [ "$rc" = 1 ] &&
+	   grep -q "^Correlation coefficient" "$dir/host-$name.log" &&
+	   grep -q "^Can't produce a report" "$dir/host-$name.log"; then
+		say "$name: host perftest could not calibrate its clock after the transfer; not a transport failure"
+		rc=0
+	fi
 	say "$name: host status $rc, guest status $gst"
 	sed 's/^/  host: /' "$dir/host-$name.log" | tail -8
 	[ "$rc" = 0 ] && [ "$gst" = 0 ] || fail=1
