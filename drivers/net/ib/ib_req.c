@@ -219,7 +219,8 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 		zc = ib_sge_ref(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 				&qp->req.cur, chunk, &iova);
 	m = zc != NULL ? ib_pkt_alloc_zc(qp, op, zc, iova, chunk,
-		&qp->swqe[qp->req.wqe_idx & qp->sq.mask].zc, &bth) :
+		&qp->swqe[qp->req.wqe_idx & qp->sq.mask].zc,
+		qp->dev->tx_gathers, &bth) :
 		ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 	if (m == NULL) {
 		qp->req.cur = cur;

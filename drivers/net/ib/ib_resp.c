@@ -861,7 +861,7 @@ send_read_resp(struct ib_qp *qp, struct ib_read_job *j)
 	if (ib_zc_wanted(qp->dev, chunk) &&
 	    ib_mr_iova(qp->dev, mr, src + j->offset, chunk, &iova) == 0)
 		m = ib_pkt_alloc_zc(qp, op, src + j->offset, iova, chunk,
-				    &mr->zc, &bth);
+				    &mr->zc, 0, &bth);
 	else
 		m = ib_pkt_alloc(qp, op, chunk, &bth, &pay);
 	if (m == NULL)

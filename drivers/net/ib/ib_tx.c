@@ -240,16 +240,34 @@ zc_released(void *addr __rte_unused, void *opaque)
 }
 
 /*
+ * The same, for a count that only the QP's engine changes: a port that
+ * frees each frame inside the engine's transmit burst (net_af_packet,
+ * dev->tx_gathers), a WQE's count. A plain decrement and a release store:
+ * the locked one, right after the PMD copied the frame into its ring,
+ * waited for those stores to drain (4 % of the client's CPU in
+ * ib_write_bw -s 65536 over veth).
+ */
+static void
+zc_released_own(void *addr __rte_unused, void *opaque)
+{
+	uint32_t *ref = opaque;
+
+	__atomic_store_n(ref, *ref - 1, __ATOMIC_RELEASE);
+}
+
+/*
  * Zero copy: a packet like ib_pkt_alloc's whose @paylen payload bytes are
  * not copied but referenced where they are (@va, IOVA @iova): headers in
  * one mbuf, the payload as an external buffer in a second, pad and ICRC in
  * a third. The second mbuf's own data room, unused while it points
  * elsewhere, holds the shared info, so that nothing outlives it; when the
- * port frees it, *@ref drops by one (a UC WQE completes only at 0).
+ * port frees it, *@ref drops by one (a UC WQE completes only at 0). @own:
+ * only this QP's engine changes *@ref (zc_released_own).
  */
 struct rte_mbuf *
 ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode, uint8_t *va,
-		rte_iova_t iova, uint32_t paylen, uint32_t *ref, uint8_t **bth)
+		rte_iova_t iova, uint32_t paylen, uint32_t *ref, int own,
+		uint8_t **bth)
 {
 	struct ib_dev *dev = qp->dev;
 	struct rte_mbuf_ext_shared_info *shinfo;
@@ -271,7 +289,7 @@ ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode, uint8_t *va,
 		return NULL;
 	}
 	shinfo = pm->buf_addr;
-	shinfo->free_cb = zc_released;
+	shinfo->free_cb = own ? zc_released_own : zc_released;
 	shinfo->fcb_opaque = ref;
 	rte_mbuf_ext_refcnt_set(shinfo, 1);
 	rte_pktmbuf_attach_extbuf(pm, va, iova, (uint16_t)paylen, shinfo);
@@ -283,7 +301,10 @@ ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode, uint8_t *va,
 	pm->next = tm;
 	m->nb_segs = 3;
 	m->pkt_len += paylen + pad + IB_ICRC_LEN;
-	__atomic_fetch_add(ref, 1, __ATOMIC_RELAXED);
+	if (own)
+		__atomic_store_n(ref, *ref + 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(ref, 1, __ATOMIC_RELAXED);
 	ib_count(dev, IB_CNT_TX_ZERO_COPY);
 	return m;
 }

@@ -270,7 +270,7 @@ struct ib_swqe_state {
 	uint32_t npkts;
 	uint32_t status;	/* enum ibv_wc_status the WQE completes with */
 	uint32_t zc;		/* its zero-copy frames not yet freed by the
-				 * port (atomic: ib_tx.c's callback) */
+				 * port (ib_tx.c's callbacks) */
 };
 
 /* A gather/scatter position inside a WQE's SGE list. */
