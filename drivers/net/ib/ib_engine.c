@@ -1277,8 +1277,7 @@ drive(struct ib_engine *e, struct ib_qp *post, int ring)
 		return 0;
 	}
 	if (ring) {
-		if (__atomic_load_n(&e->sleeping, __ATOMIC_RELAXED))
-			ring_efd(e);
+		engine_wake_fenced(e);	/* the trylock was the fence */
 		if (!__atomic_load_n(&post->db_armed, __ATOMIC_RELAXED)) {
 			__atomic_store_n(&post->db_armed, 1, __ATOMIC_RELAXED);
 			ib_engine_activate(post);
