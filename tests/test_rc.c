@@ -582,6 +582,88 @@ posted_writes_land_without_a_poll(void)
 		expect_wc(0, 70 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
 }
 
+/*
+ * A program that destroys its QP as soon as its last receive completed
+ * (ibv_rc_pingpong's client) still acknowledges that last SEND: the peer's
+ * WQE completes with success, not with "transport retry counter exceeded"
+ * once its retries find no QP. The SENDs come one per post and poll, so the
+ * responder sees a stream and may hold its ACK past the pass that took the
+ * last one; the QP's destruction must send it. Short timeout, one retry:
+ * a lost ACK fails a round in about 10 ms.
+ */
+#define LAST_ACK_ROUNDS	60
+#define LAST_ACK_SENDS	8
+
+static void
+last_ack_leaves_with_a_destroyed_qp(void)
+{
+	struct pair_opts o = rc_opts;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_wc wc;
+	uint32_t r, k, got;
+	int i;
+
+	o.timeout = 10;		/* 4 ms */
+	o.retry_cnt = 1;
+	for (i = 0; i < 2; i++) {
+		cq[i] = ibv_create_cq(P.ctx, 64, NULL, NULL, 0);
+		CHECK(cq[i] != NULL, "create_cq");
+	}
+	for (r = 0; r < LAST_ACK_ROUNDS; r++) {
+		for (i = 0; i < 2; i++) {
+			struct ibv_qp_init_attr ia = {
+				.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+				.cap = pair_cap(&o),
+				.send_cq = cq[i], .recv_cq = cq[i],
+			};
+
+			qp[i] = ibv_create_qp(P.pd, &ia);
+			CHECK(qp[i] != NULL, "create_qp errno %d", errno);
+		}
+		qp_connect(qp[0], qp[1]->qp_num, &o, P.mtu, 100, 200);
+		qp_connect(qp[1], qp[0]->qp_num, &o, P.mtu, 200, 100);
+		for (k = 0; k < LAST_ACK_SENDS; k++) {
+			struct ibv_sge sge = { (uintptr_t)P.buf + DST_OFF + k * 64,
+					       64, P.mr->lkey };
+			struct ibv_recv_wr wr = { .wr_id = k, .sg_list = &sge,
+						  .num_sge = 1 }, *bad;
+
+			CHECK(ibv_post_recv(qp[1], &wr, &bad) == 0, "post_recv");
+		}
+		got = 0;
+		for (k = 0; k < LAST_ACK_SENDS; k++) {
+			struct ibv_sge sge = { (uintptr_t)P.buf + SRC_OFF, 64,
+					       P.mr->lkey };
+			struct ibv_send_wr wr = { .wr_id = k, .sg_list = &sge,
+						  .num_sge = 1,
+						  .opcode = IBV_WR_SEND }, *bad;
+
+			CHECK(ibv_post_send(qp[0], &wr, &bad) == 0, "post_send");
+			got += ibv_poll_cq(cq[1], 1, &wc) == 1;
+		}
+		while (got < LAST_ACK_SENDS) {
+			CHECK(poll_one(cq[1], &wc, 2), "round %u: %u of %u SENDs "
+			      "received", r, got, LAST_ACK_SENDS);
+			CHECK(wc.status == IBV_WC_SUCCESS, "receive: %s",
+			      ibv_wc_status_str(wc.status));
+			got++;
+		}
+		CHECK(ibv_destroy_qp(qp[1]) == 0, "destroy the receiver");
+		for (k = 0; k < LAST_ACK_SENDS; k++) {
+			CHECK(poll_one(cq[0], &wc, 2), "round %u: SEND %u never "
+			      "completed", r, k);
+			CHECK(wc.status == IBV_WC_SUCCESS, "round %u: SEND %lu "
+			      "to a QP destroyed after receiving it: %s", r,
+			      (unsigned long)wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+		}
+		CHECK(ibv_destroy_qp(qp[0]) == 0, "destroy the sender");
+	}
+	for (i = 0; i < 2; i++)
+		CHECK(ibv_destroy_cq(cq[i]) == 0, "destroy_cq");
+}
+
 /* C10-96: no sends before RTS; the WR list is rejected at its head. */
 static void
 post_send_before_rts(void)
@@ -772,6 +854,7 @@ main(void)
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
 	RUN(posted_writes_land_without_a_poll);
+	RUN(last_ack_leaves_with_a_destroyed_qp);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);
 	RUN(unsignaled_completions);
