@@ -91,46 +91,115 @@ RTE_INIT(ib_icrc_init)
 	ones_crc = crc32(0, ones, sizeof(ones));
 }
 
-static uint32_t
-icrc_inplace6(uint8_t *ip, uint32_t len)
-{
-	uint8_t save[4], hop = ip[7], b4 = ip[IP6_LEN + UDP_LEN + 4];
-	uint16_t ucsum;
+/*
+ * The variant fields of a frame's headers, kept while they are ones for
+ * the CRC (IPv4: TOS, TTL, header checksum; IPv6: the first word's traffic
+ * class and flow label, the hop limit; both: UDP checksum, BTH resv8a).
+ */
+struct icrc_saved {
+	uint8_t *ip;
+	uint32_t len;
 	uint32_t crc;
+	uint8_t v6;
+	uint8_t b[4];		/* IPv4: TOS, TTL; IPv6: the first word */
+	uint8_t hop;		/* IPv6 */
+	uint8_t b4;		/* BTH resv8a */
+	uint16_t csum;		/* IPv4 */
+	uint16_t ucsum;
+};
 
-	memcpy(save, ip, 4);
-	memcpy(&ucsum, ip + IP6_LEN + 6, 2);
-	ip[0] |= 0x0f;
-	ip[1] = ip[2] = ip[3] = ip[7] = 0xff;
-	ip[IP6_LEN + 6] = ip[IP6_LEN + 7] = ip[IP6_LEN + UDP_LEN + 4] = 0xff;
-	crc = crc32(ones_crc, ip, len);
-	memcpy(ip, save, 4);
-	ip[7] = hop;
-	memcpy(ip + IP6_LEN + 6, &ucsum, 2);
-	ip[IP6_LEN + UDP_LEN + 4] = b4;
-	return crc;
+static inline void
+icrc_mask(uint8_t *ip, uint32_t len, struct icrc_saved *s)
+{
+	uint32_t l3;
+
+	s->ip = ip;
+	s->len = len;
+	s->v6 = icrc_is_ip6(ip, len);
+	l3 = s->v6 ? IP6_LEN : IP_LEN;
+	s->b4 = ip[l3 + UDP_LEN + 4];
+	memcpy(&s->ucsum, ip + l3 + 6, 2);
+	if (s->v6) {
+		memcpy(s->b, ip, 4);
+		s->hop = ip[7];
+		ip[0] |= 0x0f;
+		ip[1] = ip[2] = ip[3] = ip[7] = 0xff;
+	} else {
+		s->b[0] = ip[1];
+		s->b[1] = ip[8];
+		memcpy(&s->csum, ip + 10, 2);
+		ip[1] = ip[8] = ip[10] = ip[11] = 0xff;
+	}
+	ip[l3 + 6] = ip[l3 + 7] = ip[l3 + UDP_LEN + 4] = 0xff;
+}
+
+static inline void
+icrc_unmask(const struct icrc_saved *s)
+{
+	uint8_t *ip = s->ip;
+	uint32_t l3 = s->v6 ? IP6_LEN : IP_LEN;
+
+	if (s->v6) {
+		memcpy(ip, s->b, 4);
+		ip[7] = s->hop;
+	} else {
+		ip[1] = s->b[0];
+		ip[8] = s->b[1];
+		memcpy(ip + 10, &s->csum, 2);
+	}
+	memcpy(ip + l3 + 6, &s->ucsum, 2);
+	ip[l3 + UDP_LEN + 4] = s->b4;
 }
 
 uint32_t
 ib_icrc_inplace(uint8_t *ip, uint32_t len)
 {
-	uint8_t tos = ip[1], ttl = ip[8], b4 = ip[IP_LEN + UDP_LEN + 4];
-	uint16_t csum, ucsum;
+	struct icrc_saved s;
 	uint32_t crc;
 
-	if (unlikely(icrc_is_ip6(ip, len)))
-		return icrc_inplace6(ip, len);
-	memcpy(&csum, ip + 10, 2);
-	memcpy(&ucsum, ip + IP_LEN + 6, 2);
-	ip[1] = ip[8] = ip[10] = ip[11] = 0xff;
-	ip[IP_LEN + 6] = ip[IP_LEN + 7] = ip[IP_LEN + UDP_LEN + 4] = 0xff;
+	icrc_mask(ip, len, &s);
 	crc = crc32(ones_crc, ip, len);
-	ip[1] = tos;
-	ip[8] = ttl;
-	memcpy(ip + 10, &csum, 2);
-	memcpy(ip + IP_LEN + 6, &ucsum, 2);
-	ip[IP_LEN + UDP_LEN + 4] = b4;
+	icrc_unmask(&s);
 	return crc;
+}
+
+/*
+ * Seal @n linear RoCEv2 frames built by the engine (ib_tx): each one's
+ * ICRC into its last four bytes. In rounds of ICRC_BATCH, all masked, then
+ * all hashed, then all put back: a CRC that loads a header right after
+ * the byte stores that masked it waits for them to reach the cache (its
+ * wide loads cannot take narrow stores from the store buffer), and one
+ * CRC's chain of carry-less multiplies leaves the core idle that the next
+ * independent one fills. The 124-byte IPv4 frame of a 64 B WRITE: about
+ * 60 cycles each one by one, 23 in rounds of 16 (a benchmark of the two
+ * loops), 25-30 in the engine (the TSC around this call, memif client).
+ */
+#define ICRC_BATCH	16
+
+void
+ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n)
+{
+	struct icrc_saved s[ICRC_BATCH];
+	uint32_t base, i, k;
+	rte_le32_t le;
+
+	for (base = 0; base < n; base += k) {
+		k = RTE_MIN(n - base, (uint32_t)ICRC_BATCH);
+		for (i = 0; i < k; i++) {
+			struct rte_mbuf *f = m[base + i];
+
+			icrc_mask(rte_pktmbuf_mtod(f, uint8_t *) + f->l2_len,
+				  rte_pktmbuf_data_len(f) - f->l2_len -
+				  IB_ICRC_LEN, &s[i]);
+		}
+		for (i = 0; i < k; i++)
+			s[i].crc = crc32(ones_crc, s[i].ip, s[i].len);
+		for (i = 0; i < k; i++) {
+			icrc_unmask(&s[i]);
+			le = rte_cpu_to_le_32(s[i].crc);
+			memcpy(s[i].ip + s[i].len, &le, IB_ICRC_LEN);
+		}
+	}
 }
 
 /*

@@ -257,6 +257,7 @@ void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_chain(struct rte_mbuf *m, uint8_t *ip, uint8_t **icrc);
+void ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n);
 
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);

@@ -322,6 +322,29 @@ req_drain(struct ib_qp *qp)
 	ib_async_event(qp->async, IBV_EVENT_SQ_DRAINED, qp);
 }
 
+/*
+ * The next REQ_PREFETCH WQEs, those already posted: with an engine lcore
+ * their lines come from the poster's CPU, and a requester that reached
+ * them cold waited for each in turn. One packet's CRC used to hide part of
+ * that wait; sealed in rounds at the flush (ib_icrc_seal), it no longer
+ * did (64 B WRITEs on the loopback device: -6 %). With the prefetch the
+ * two together: 7.7 -> 8.6 M msg/s (dpib-perf, interleaved runs).
+ */
+#define REQ_PREFETCH	2
+
+static inline void
+req_prefetch_next(struct ib_qp *qp, uint32_t prod)
+{
+	uint32_t ahead = prod - qp->req.wqe_idx, k;
+	const uint8_t *n;
+
+	for (k = 1; k <= REQ_PREFETCH && k < ahead; k++) {
+		n = (const uint8_t *)sq_wqe(qp, qp->req.wqe_idx + k);
+		rte_prefetch0(n);
+		rte_prefetch0(n + RTE_CACHE_LINE_SIZE);
+	}
+}
+
 void
 ib_req_run(struct ib_qp *qp)
 {
@@ -358,6 +381,7 @@ ib_req_run(struct ib_qp *qp)
 			if (state != REQ_STOP) {
 				w = sq_wqe(qp, qp->req.wqe_idx);
 				st = &qp->swqe[qp->req.wqe_idx & qp->sq.mask];
+				req_prefetch_next(qp, prod);
 			}
 			break;
 		case REQ_CHECK_LOCAL:

@@ -550,6 +550,8 @@ struct ib_shard {
 	uint64_t rtt_hint;		/* srtt after the last RTT sample */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
+	uint32_t tx_nseal;		/* of them, frames ib_tx_flush seals */
+	struct rte_mbuf *tx_seal[IB_TX_PENDING];
 	uint64_t cnt[IB_CNT_NUM] __rte_cache_aligned;
 } __rte_cache_aligned;
 
