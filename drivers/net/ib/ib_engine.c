@@ -426,11 +426,10 @@ static unsigned int
 rx_ring(struct ib_dev *dev, struct rte_ring *r)
 {
 	struct rte_mbuf *pkts[IB_RX_BURST];
-	unsigned int i, n;
+	unsigned int n;
 
 	n = rte_ring_sc_dequeue_burst(r, (void **)pkts, IB_RX_BURST, NULL);
-	for (i = 0; i < n; i++)
-		ib_rx(dev, pkts[i]);
+	ib_rx_burst(dev, pkts, n);
 	ib_resp_flush_acks(dev);
 	return n;
 }
@@ -485,7 +484,7 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	struct rte_mbuf *pkts[IB_RX_BURST];
 	struct ib_qp *qp, *tmp;
 	int state;
-	unsigned int i, n, work;
+	unsigned int n, work;
 	uint64_t now, queued = sh->tx_queued;
 	uint32_t polled = poll_cq != NULL ? poll_cq->q.prod : 0;
 	int timed = pass_sampled(sh);
@@ -502,8 +501,7 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	do {
 		n = rte_eth_rx_burst(dev->port_id, sh->queue, pkts,
 				     IB_RX_BURST);
-		for (i = 0; i < n; i++)
-			ib_rx(dev, pkts[i]);
+		ib_rx_burst(dev, pkts, n);
 		ib_resp_flush_acks(dev);
 		work += n;
 	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);

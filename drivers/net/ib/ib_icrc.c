@@ -203,6 +203,28 @@ ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n)
 }
 
 /*
+ * The ICRCs of @n received frames (ib_rx_burst): @ip[i], @len[i] as
+ * ib_icrc_inplace takes them, into @crc[i]; in rounds, as ib_icrc_seal.
+ */
+void
+ib_icrc_many(uint8_t *const *ip, const uint32_t *len, uint32_t *crc,
+	     uint32_t n)
+{
+	struct icrc_saved s[ICRC_BATCH];
+	uint32_t base, i, k;
+
+	for (base = 0; base < n; base += k) {
+		k = RTE_MIN(n - base, (uint32_t)ICRC_BATCH);
+		for (i = 0; i < k; i++)
+			icrc_mask(ip[base + i], len[base + i], &s[i]);
+		for (i = 0; i < k; i++)
+			crc[base + i] = crc32(ones_crc, s[i].ip, s[i].len);
+		for (i = 0; i < k; i++)
+			icrc_unmask(&s[i]);
+	}
+}
+
+/*
  * The same over a chained packet (ib_tx.c's zero-copy frames): the masked
  * headers of its first segment from @ip, the other segments as they are,
  * up to the ICRC in the last four bytes of the last one, where *@icrc

@@ -251,6 +251,7 @@ int ib_hdr_resolve(struct ib_dev *dev, struct ib_encap *h);
 
 /* ib_rx.c: receive validation and dispatch */
 void ib_rx(struct ib_dev *dev, struct rte_mbuf *m);
+void ib_rx_burst(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n);
 void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 
 /* ib_icrc.c */
@@ -258,6 +259,8 @@ uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_chain(struct rte_mbuf *m, uint8_t *ip, uint8_t **icrc);
 void ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n);
+void ib_icrc_many(uint8_t *const *ip, const uint32_t *len, uint32_t *crc,
+		  uint32_t n);
 
 /* ib_req.c: requester */
 void ib_req_run(struct ib_qp *qp);
