@@ -1439,13 +1439,10 @@ ib_engine_shutdown(void)
 {
 	if (!eng.launched)
 		return;
-	if (!ib_engine_inline) {
+	if (!ib_engine_inline)
 		linger();
-		eng.launched = 0;
-		engines_stop(eng.n);
-		return;
-	}
 	eng.launched = 0;
 	engines_stop(eng.n);
-	hca_run_on_intr_thread(linger_call, NULL, LINGER_WAIT_MS);
+	if (ib_engine_inline)
+		hca_run_on_intr_thread(linger_call, NULL, LINGER_WAIT_MS);
 }

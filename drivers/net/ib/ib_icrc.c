@@ -164,18 +164,35 @@ ib_icrc_inplace(uint8_t *ip, uint32_t len)
 }
 
 /*
- * Seal @n linear RoCEv2 frames built by the engine (ib_tx): each one's
- * ICRC into its last four bytes. In rounds of ICRC_BATCH, all masked, then
- * all hashed, then all put back: a CRC that loads a header right after
- * the byte stores that masked it waits for them to reach the cache (its
- * wide loads cannot take narrow stores from the store buffer), and one
- * CRC's chain of carry-less multiplies leaves the core idle that the next
- * independent one fills. The 124-byte IPv4 frame of a 64 B WRITE: about
- * 60 cycles each one by one, 23 in rounds of 16 (a benchmark of the two
- * loops), 25-30 in the engine (the TSC around this call, memif client).
+ * The ICRCs of up to ICRC_BATCH frames at s[i].ip, s[i].len (as
+ * ib_icrc_inplace takes them) into s[i].crc: all masked, then all hashed,
+ * then all put back. A CRC that loads a header right after the byte
+ * stores that masked it waits for them to reach the cache (its wide loads
+ * cannot take narrow stores from the store buffer), and one CRC's chain of
+ * carry-less multiplies leaves the core idle that the next independent one
+ * fills. The 124-byte IPv4 frame of a 64 B WRITE: about 60 cycles each one
+ * by one, 23 in rounds of 16 (a benchmark of the two loops), 25-30 in the
+ * engine (the TSC around ib_icrc_seal, memif client).
  */
 #define ICRC_BATCH	16
 
+static void
+icrc_round(struct icrc_saved *s, uint32_t k)
+{
+	uint32_t i;
+
+	for (i = 0; i < k; i++)
+		icrc_mask(s[i].ip, s[i].len, &s[i]);
+	for (i = 0; i < k; i++)
+		s[i].crc = crc32(ones_crc, s[i].ip, s[i].len);
+	for (i = 0; i < k; i++)
+		icrc_unmask(&s[i]);
+}
+
+/*
+ * Seal @n linear RoCEv2 frames built by the engine (ib_tx): each one's
+ * ICRC into its last four bytes, in rounds (icrc_round).
+ */
 void
 ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n)
 {
@@ -188,14 +205,12 @@ ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n)
 		for (i = 0; i < k; i++) {
 			struct rte_mbuf *f = m[base + i];
 
-			icrc_mask(rte_pktmbuf_mtod(f, uint8_t *) + f->l2_len,
-				  rte_pktmbuf_data_len(f) - f->l2_len -
-				  IB_ICRC_LEN, &s[i]);
+			s[i].ip = rte_pktmbuf_mtod(f, uint8_t *) + f->l2_len;
+			s[i].len = rte_pktmbuf_data_len(f) - f->l2_len -
+				   IB_ICRC_LEN;
 		}
-		for (i = 0; i < k; i++)
-			s[i].crc = crc32(ones_crc, s[i].ip, s[i].len);
+		icrc_round(s, k);
 		for (i = 0; i < k; i++) {
-			icrc_unmask(&s[i]);
 			le = rte_cpu_to_le_32(s[i].crc);
 			memcpy(s[i].ip + s[i].len, &le, IB_ICRC_LEN);
 		}
@@ -204,7 +219,7 @@ ib_icrc_seal(struct rte_mbuf *const *m, uint32_t n)
 
 /*
  * The ICRCs of @n received frames (ib_rx_burst): @ip[i], @len[i] as
- * ib_icrc_inplace takes them, into @crc[i]; in rounds, as ib_icrc_seal.
+ * ib_icrc_inplace takes them, into @crc[i]; in rounds (icrc_round).
  */
 void
 ib_icrc_many(uint8_t *const *ip, const uint32_t *len, uint32_t *crc,
@@ -215,12 +230,13 @@ ib_icrc_many(uint8_t *const *ip, const uint32_t *len, uint32_t *crc,
 
 	for (base = 0; base < n; base += k) {
 		k = RTE_MIN(n - base, (uint32_t)ICRC_BATCH);
+		for (i = 0; i < k; i++) {
+			s[i].ip = ip[base + i];
+			s[i].len = len[base + i];
+		}
+		icrc_round(s, k);
 		for (i = 0; i < k; i++)
-			icrc_mask(ip[base + i], len[base + i], &s[i]);
-		for (i = 0; i < k; i++)
-			crc[base + i] = crc32(ones_crc, s[i].ip, s[i].len);
-		for (i = 0; i < k; i++)
-			icrc_unmask(&s[i]);
+			crc[base + i] = s[i].crc;
 	}
 }
 
