@@ -499,6 +499,7 @@ shards_init(struct ib_dev *dev)
 		sh->queue = (uint16_t)(i * dev->qstride);
 		sh->wake.kind = IB_WAKE_NONE;
 		sh->wake.fd = -1;
+		sh->wake.epfd = -1;
 		sh->pass_rand = 0x9e3779b9u + i;	/* any but 0 */
 		TAILQ_INIT(&sh->active);
 		TAILQ_INIT(&sh->waiting);

@@ -35,13 +35,15 @@ struct ib_neigh;
 enum ib_wake_kind {
 	IB_WAKE_NONE,		/* none: the engine naps in bounded steps */
 	IB_WAKE_RX_INTR,	/* the port's receive interrupt */
+	IB_WAKE_PMD_SOCK,	/* net_af_packet's own socket for the queue */
 	IB_WAKE_TAP,		/* a packet socket on the af_packet interface */
 };
 
 struct ib_wake {
 	int kind;		/* enum ib_wake_kind */
 	int fd;
-	struct rte_epoll_event ev;	/* IB_WAKE_TAP, in the engine's set */
+	int epfd;		/* IB_WAKE_PMD_SOCK: the set it joins armed */
+	struct rte_epoll_event ev;	/* IB_WAKE_TAP, _PMD_SOCK: in that set */
 };
 
 /* Engine -> application events (ib_event.c). */
