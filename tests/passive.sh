@@ -102,6 +102,12 @@ target_ok() {
 		cat "$1" "$2" | grep '^  ' | head -1 | sed 's/^ *//'
 }
 
+# tap_ok SERVER_LOG CLIENT_LOG: target_ok, and the server's engine woke
+# on the packet tap.
+tap_ok() {
+	grep -q "wakes on a packet tap" "$1" && target_ok "$1" "$2"
+}
+
 targets() {
 	local link=$1 mode
 	# Two engines a side on two queue pairs (af_packet's qpairs: the
@@ -117,6 +123,14 @@ targets() {
 				"DPIB_ENGINES=2 DPIB_PLACEMENT=spread" -- \
 				"$target" ops -
 		done
+	fi
+	# The fallback wake-up of an adaptive engine over af_packet (a
+	# packet tap; normally the PMD's own socket): the sleeping server
+	# answers only if a frame wakes it.
+	if [ "$link" = af_packet ]; then
+		confs "$link" adaptive inline
+		two "$link" "server adaptive, packet tap" tap_ok \
+			"DPIB_AF_PACKET_WAKE=tap" "" -- "$target" ops -
 	fi
 	for mode in inline adaptive poll; do
 		# The server sleeps; the client drives (inline).

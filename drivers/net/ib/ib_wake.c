@@ -35,6 +35,7 @@
  * arrives in between is then either seen by that look or wakes the sleep.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -158,13 +159,21 @@ ib_wake_open(struct ib_shard *sh)
 	}
 	if (ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) != 0)
 		return;
-	fd = pmd_sock(dev->port_id, sh->queue, iface);
+	/* DPIB_AF_PACKET_WAKE=tap: the fallback, for tests. */
+	fd = getenv("DPIB_AF_PACKET_WAKE") != NULL &&
+	     strcmp(getenv("DPIB_AF_PACKET_WAKE"), "tap") == 0 ? -1 :
+	     pmd_sock(dev->port_id, sh->queue, iface);
 	if (fd >= 0) {
 		w->kind = IB_WAKE_PMD_SOCK;
 		w->fd = fd;
 		return;
 	}
-	if (sh->id == 0 && tap_open(w, iface) != 0)
+	if (sh->id != 0)
+		return;
+	if (tap_open(w, iface) == 0)
+		IB_LOG(NOTICE, "%s: the engine wakes on a packet tap on %s",
+		       dev->conf.name, iface);
+	else
 		IB_LOG(NOTICE, "%s: no packet tap on %s; the engine naps "
 		       "instead of sleeping", dev->conf.name, iface);
 }
