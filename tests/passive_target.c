@@ -10,7 +10,11 @@
  *            its socket while the client runs N WRITEs, READs (checked
  *            against what it wrote), FETCH_ADDs and CMP_SWPs (old values
  *            checked) into it; then the server checks every byte against
- *            the same schedule and the guard area behind it.
+ *            the same schedule and the guard area behind it. With
+ *            PASSIVE_IDLE_MAX=P in its environment the server then
+ *            sleeps 300 ms more, the QP idle, and its whole process must
+ *            have used at most P % of a CPU meanwhile: the engine that
+ *            served the stream went back to sleep.
  *   rnr      the client SENDs to a QP with no receive posted, then sleeps
  *            in poll(); the server posts the receive 200 ms later. The
  *            server's completion must arrive while the client sleeps: its
@@ -29,6 +33,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <stdint.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <infiniband/verbs.h>
@@ -426,6 +431,35 @@ ops_client(uint32_t n)
 	free(img);
 }
 
+/* CPU seconds of the whole process so far (every thread). */
+static double
+cpu_used(void)
+{
+	struct rusage u;
+
+	CHECK(getrusage(RUSAGE_SELF, &u) == 0, "getrusage");
+	return u.ru_utime.tv_sec + u.ru_stime.tv_sec +
+	       (u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+static void
+idle_check(void)
+{
+	const char *max = getenv("PASSIVE_IDLE_MAX");
+	double c0, t0, pct;
+
+	if (max == NULL)
+		return;
+	c0 = cpu_used();
+	t0 = check_now();
+	usleep(300000);
+	pct = 100 * (cpu_used() - c0) / (check_now() - t0);
+	CHECK(pct <= strtod(max, NULL),
+	      "%.1f %% of a CPU while idle after the stream (at most %s)",
+	      pct, max);
+	printf("  idle after the stream: %.1f %% of a CPU\n", pct);
+}
+
 static void
 ops_server(uint32_t n)
 {
@@ -452,6 +486,7 @@ ops_server(uint32_t n)
 		CHECK(T.buf[i] == 0, "byte %u outside what was written", i);
 	printf("  %u ops: every byte as scheduled, the rest untouched\n", n);
 	free(img);
+	idle_check();
 }
 
 /* ---- rnr, timeout: the requester sleeps ---- */
