@@ -731,18 +731,21 @@ defer_nap(uint64_t idle_us, uint32_t streak)
  * spin just so), back towards spin_us when it was long. Each sleep costs
  * whoever wakes the loop: the peer's transmit, on af_packet over veth,
  * runs the wake-up of this loop's thread, which under a hypervisor was a
- * quarter of a 64 KiB WRITE stream's sender CPU. Inline mode only: its
- * loop floats and runs only while the program does not call (a target
- * that sleeps in poll() while its peer streams into it). An adaptive loop
- * is pinned and drives every QP: sharing a CPU with the programs (two
- * processes on two CPUs), a longer spin took their CPU (ib_write_lat
- * 140 -> 545 us).
+ * quarter of a 64 KiB WRITE stream's sender CPU. Inline mode only, and
+ * only while no call has driven the engine for ENG_DEFER_MAX_US: a target
+ * that sleeps in poll() while its peer streams into it. A program that
+ * calls now and then may be busy in between (polling its memory for a
+ * 64 KiB WRITE in ib_write_lat): a loop spinning beside it took the CPU
+ * it needed (that test's typical latency over memif 250 -> 500 us). An
+ * adaptive loop is pinned and drives every QP: sharing a CPU with the
+ * programs (two processes on two CPUs), a longer spin took their CPU
+ * (ib_write_lat 140 -> 545 us).
  */
 static uint64_t
-spin_next(uint64_t spin, uint64_t slept)
+spin_next(uint64_t spin, uint64_t slept, uint64_t calls_idle)
 {
-	if (eng.mode != IB_ENGINE_INLINE)
-		return spin;
+	if (eng.mode != IB_ENGINE_INLINE || calls_idle < ENG_DEFER_MAX_US)
+		return eng.spin_us;
 	if (slept < 4 * spin)
 		return RTE_MIN(2 * spin, RTE_MAX((uint64_t)ENG_SPIN_MAX_US,
 						 (uint64_t)eng.spin_us));
@@ -816,7 +819,9 @@ engine_main(void *arg)
 			continue;
 		last = rte_rdtsc();
 		slept = (last - slept) / us;
-		spin = spin_next(spin, slept);
+		app_tsc = __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED);
+		spin = spin_next(spin, slept,
+				 last > app_tsc ? (last - app_tsc) / us : 0);
 	}
 	return 0;
 }
