@@ -757,7 +757,7 @@ engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, idle, app_tsc, nap, slept;
+	uint64_t last = rte_rdtsc(), now, idle, app_tsc, nap;
 	uint64_t spin = eng.spin_us;
 	uint32_t streak = 0, stream;
 
@@ -814,13 +814,11 @@ engine_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		slept = now;
 		if (engine_sleep(e, (now - last) / us) == 0)
 			continue;
 		last = rte_rdtsc();
-		slept = (last - slept) / us;
 		app_tsc = __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED);
-		spin = spin_next(spin, slept,
+		spin = spin_next(spin, (last - now) / us,
 				 last > app_tsc ? (last - app_tsc) / us : 0);
 	}
 	return 0;

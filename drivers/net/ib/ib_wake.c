@@ -145,6 +145,7 @@ ib_wake_open(struct ib_shard *sh)
 	struct ib_dev *dev = sh->dev;
 	struct ib_wake *w = &sh->wake;
 	char iface[IF_NAMESIZE];
+	const char *force;
 	int fd;
 
 	w->kind = IB_WAKE_NONE;
@@ -160,8 +161,8 @@ ib_wake_open(struct ib_shard *sh)
 	if (ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) != 0)
 		return;
 	/* DPIB_AF_PACKET_WAKE=tap: the fallback, for tests. */
-	fd = getenv("DPIB_AF_PACKET_WAKE") != NULL &&
-	     strcmp(getenv("DPIB_AF_PACKET_WAKE"), "tap") == 0 ? -1 :
+	force = getenv("DPIB_AF_PACKET_WAKE");
+	fd = force != NULL && strcmp(force, "tap") == 0 ? -1 :
 	     pmd_sock(dev->port_id, sh->queue, iface);
 	if (fd >= 0) {
 		w->kind = IB_WAKE_PMD_SOCK;
