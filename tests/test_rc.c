@@ -8,6 +8,9 @@
  * the destination is checked, and the bytes around it must stay untouched.
  */
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include "verbs_util.h"
 
@@ -587,6 +590,100 @@ posted_writes_land_without_a_poll(void)
 		expect_wc(0, 70 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
 }
 
+/* Threads of this process whose scheduling policy is SCHED_FIFO. */
+static int
+fifo_threads(void)
+{
+	char path[300], line[1024], *p;
+	struct dirent *d;
+	int n = 0, field;
+	DIR *dir = opendir("/proc/self/task");
+	FILE *f;
+
+	CHECK(dir != NULL, "/proc/self/task");
+	if (dir == NULL)
+		return -1;
+	while ((d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;	/* the thread ended */
+		if (fgets(line, sizeof(line), f) != NULL &&
+		    (p = strrchr(line, ')')) != NULL) {
+			/* Field 41 is the policy; field 3 follows the ')'. */
+			for (field = 2; field < 40 && p != NULL; field++)
+				p = strchr(p + 1, ' ');
+			if (p != NULL && atoi(p + 1) == SCHED_FIFO)
+				n++;
+		}
+		fclose(f);
+	}
+	closedir(dir);
+	return n;
+}
+
+/* May a thread of this process make itself SCHED_FIFO (root, a rlimit)? */
+static void *
+try_fifo(void *arg)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+
+	*(int *)arg = pthread_setschedparam(pthread_self(), SCHED_FIFO,
+					    &sp) == 0;
+	return NULL;
+}
+
+static int
+fifo_allowed(void)
+{
+	pthread_t t;
+	int ok = 0;
+
+	CHECK(pthread_create(&t, NULL, try_fifo, &ok) == 0, "pthread_create");
+	pthread_join(t, NULL);
+	return ok;
+}
+
+/*
+ * Inline mode: a program that posts and then spins on its memory for what
+ * comes back has the loop take the frames in, and that loop runs
+ * SCHED_FIFO (loop_priority = realtime, the default), so that, woken, it
+ * gets a CPU the spinning programs hold. The other modes' engines stay
+ * normal threads.
+ */
+static void
+inline_loop_goes_realtime(void)
+{
+	const char *mode = getenv("DPIB_ENGINE_MODE");
+	int inline_mode = mode != NULL && strcmp(mode, "inline") == 0;
+	double end;
+	uint32_t k;
+	int want, got;
+
+	for (k = 0; k < 8; k++) {
+		fill_pattern(P.buf + SRC_OFF, 256, 900 + k);
+		memset(P.buf + DST_OFF, 0, 256);
+		post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF,
+			      256, (uintptr_t)P.buf + DST_OFF, 0, 90 + k);
+		end = check_now() + 2;
+		while (memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, 256) != 0 &&
+		       check_now() < end)
+			;	/* no call: the loop must take it in */
+		CHECK(memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, 256) == 0,
+		      "WRITE %u did not land within 2 s without a call", k);
+		expect_wc(0, 90 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	}
+	/* Without the privilege the loop stays a normal thread. */
+	want = inline_mode && fifo_allowed();
+	got = fifo_threads();
+	CHECK(got == want, "%s mode: %d SCHED_FIFO threads after the loop "
+	      "took WRITEs in for a spinning program, want %d",
+	      mode ? mode : "default", got, want);
+}
+
 /*
  * A program that destroys its QP as soon as its last receive completed
  * (ibv_rc_pingpong's client) still acknowledges that last SEND: the peer's
@@ -859,6 +956,7 @@ main(void)
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
 	RUN(posted_writes_land_without_a_poll);
+	RUN(inline_loop_goes_realtime);
 	RUN(last_ack_leaves_with_a_destroyed_qp);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);

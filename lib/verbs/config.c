@@ -413,6 +413,19 @@ set_takeover_us(struct parser *p, const char *val)
 	return set_us(p, val, &p->cfg->takeover_us);
 }
 
+/* The inline loop's scheduling: realtime (SCHED_FIFO 1) or normal. */
+static int
+set_loop_priority(struct parser *p, const char *val)
+{
+	if (strcmp(val, "realtime") == 0)
+		p->cfg->loop_normal = 0;
+	else if (strcmp(val, "normal") == 0)
+		p->cfg->loop_normal = 1;
+	else
+		return refuse(p, "must be realtime or normal");
+	return 0;
+}
+
 static int
 set_port(struct parser *p, const char *val)
 {
@@ -615,6 +628,7 @@ static const struct key engine_keys[] = {
 	{ "mode", set_mode, 0 },
 	{ "spin_us", set_spin_us, 0 },
 	{ "takeover_us", set_takeover_us, 0 },
+	{ "loop_priority", set_loop_priority, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -941,6 +955,7 @@ apply_env(struct dpib_config *cfg)
 		d->placement = cfg->placement;
 		d->spin_us = cfg->spin_us;
 		d->takeover_us = cfg->takeover_us;
+		d->loop_normal = cfg->loop_normal;
 		if (cap == NULL || *cap == '\0')
 			continue;
 		/* One file per device: the first keeps the name given. */

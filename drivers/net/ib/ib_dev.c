@@ -99,6 +99,34 @@ af_packet_defaults(char *args, size_t len, uint32_t *mtu)
 		 RTE_MAX(IB_AF_PACKET_RING / blocksz, 1u) * (blocksz / framesz));
 }
 
+/*
+ * net_memif: one ring buffer per frame. A frame longer than a buffer
+ * (bsize, 2048 bytes by default) leaves as a chain of ring descriptors,
+ * and DPDK 22.11's memif transmit keeps the NEXT flag a descriptor had in
+ * its last use (fixed upstream in 2026, "net/memif: fix descriptor Tx
+ * flags corruption"): a short frame put in such a slot chains on into
+ * slots not written yet, and the receiver takes old frames in again. With
+ * a 4096 IB MTU, ib_write_lat -s 16384 drew millions of duplicate
+ * requests and hung, or crashed. So a buffer holds a whole frame: bsize is
+ * an mbuf's data room unless the devargs give one, and the MTU is what a
+ * buffer holds less the Ethernet header and a VLAN tag. Before, memif's
+ * reported 1518-byte frame limit held the IB MTU to 1024.
+ */
+static void
+memif_defaults(char *args, size_t len, uint32_t *mtu)
+{
+	uint32_t bsize = IB_MBUF_DATA - RTE_PKTMBUF_HEADROOM;
+	const char *b = strstr(args, "bsize=");
+	size_t n = strlen(args);
+
+	if (b != NULL && (b == args || b[-1] == ','))
+		bsize = (uint32_t)strtoul(b + 6, NULL, 10);
+	else
+		snprintf(args + n, len - n, "%sbsize=%u", n ? "," : "", bsize);
+	*mtu = RTE_MIN(*mtu, bsize > RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + 256 ?
+		       bsize - RTE_ETHER_HDR_LEN - RTE_VLAN_HLEN : 256u);
+}
+
 /* "iface=NAME" of an af_packet port's devargs, into @name. */
 int
 ib_af_packet_iface(const char *spec, char *name, size_t len)
@@ -284,8 +312,10 @@ port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
 		snprintf(args, sizeof(args), "%s", comma ? comma + 1 : "");
 		if (strncmp(name, "net_af_packet", 13) == 0)
 			af_packet_defaults(args, sizeof(args), mtu);
-		if (strncmp(name, "net_memif", 9) == 0)
+		if (strncmp(name, "net_memif", 9) == 0) {
 			memif_stale_socket(args);
+			memif_defaults(args, sizeof(args), mtu);
+		}
 		if (rte_vdev_init(name, args) != 0)
 			return -ENODEV;
 	} else if (rte_dev_probe(spec) != 0) {
@@ -392,9 +422,13 @@ port_start(struct ib_dev *dev)
 	/* net_af_packet says 1518 but takes what its frame slots hold
 	 * (af_packet_defaults sized them).
 	 */
+	/* net_memif says 1518 but takes what a buffer holds
+	 * (memif_defaults sized them).
+	 */
 	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN &&
 	    strcmp(info.driver_name, "net_af_packet") != 0 &&
-	    strcmp(info.driver_name, "net_tap") != 0)
+	    strcmp(info.driver_name, "net_tap") != 0 &&
+	    strcmp(info.driver_name, "net_memif") != 0)
 		dev->conf.mtu = info.max_rx_pktlen - RTE_ETHER_HDR_LEN;
 	/* Chained frames (zero-copy payloads) where the port takes them;
 	 * net_ring hands mbufs over as they are, to dpib's own receive.
@@ -429,6 +463,8 @@ port_start(struct ib_dev *dev)
 		dev->conf.mtu = af_packet_mtu(dev->conf.port, dev->conf.mtu);
 	else if (strcmp(info.driver_name, "net_tap") == 0)
 		dev->conf.mtu = tap_mtu(&info, dev->conf.mtu);
+	else if (strcmp(info.driver_name, "net_memif") == 0)
+		;	/* what a buffer holds (memif_defaults) */
 	else if (rte_eth_dev_set_mtu(port, dev->conf.mtu) != 0) {
 		uint16_t mtu;
 

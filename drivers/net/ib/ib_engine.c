@@ -73,6 +73,9 @@
 #define ENG_DEFER_STREAM_US 1000 /* ... while posts leave frames to a
 				 * flush (post_pass) */
 #define ENG_SPIN_MAX_US	256	/* the loop's spin, grown (engine_main) */
+#define ENG_RT_RUN_US	100	/* a real-time loop's longest run (loop_rt) */
+#define ENG_ACTIVE_US	1000	/* inline: calls this recent make a program
+				 * one that takes turns with the loop */
 
 struct ib_ctl {
 	void (*fn)(void *);
@@ -97,6 +100,8 @@ struct ib_engine {
 	struct ib_shard *sh[ENG_MAX_DEVS];	/* its share of each device */
 	uint32_t nsh;
 	struct rte_ring *ctl;
+	int rt;			/* inline: the loop runs SCHED_FIFO (loop_rt) */
+	int rt_denied;
 	int epfd;
 	int efd;		/* eventfd: doorbells, control calls, stop */
 	int tfd;		/* timerfd: naps shorter than a millisecond */
@@ -112,6 +117,7 @@ static struct {
 	uint32_t n;		/* engines */
 	uint32_t spin_us;
 	uint32_t takeover_us;
+	int loop_normal;	/* inline: the loop stays SCHED_OTHER */
 	pthread_mutex_t world;	/* one caller at a time parks the engines */
 } eng = {
 	.lock = RTE_SPINLOCK_INITIALIZER,
@@ -138,6 +144,11 @@ __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
 
 /* Inline: the CQ whose poll drives this thread's pass (NULL otherwise). */
 static __thread struct ib_cq *poll_cq __attribute__((tls_model("initial-exec")));
+/* Inline mode: the loop's passes hold ACKs that complete a request, as
+ * polls do, while the program's calls are at most ENG_ACTIVE_US old
+ * (tx_settle).
+ */
+static __thread int loop_holds __attribute__((tls_model("initial-exec")));
 
 static void
 ring_efd(struct ib_engine *e)
@@ -394,7 +405,16 @@ held_last(struct ib_shard *sh)
  * a latency test's WRITE) in that same call, and does not need its engine
  * loop to take over. Polls meanwhile leave them too; a post, the loop or
  * the first poll after the hold sends them, so a stream's ACKs leave at
- * least every ENG_TX_HOLD_MAX_US. ACKs that polls queue during the hold
+ * least every ENG_TX_HOLD_MAX_US. The loop's passes hold pure ACKs too
+ * while the program's calls are recent (loop_holds): a program spinning
+ * on its memory for a WRITE that the loop took in answers it next, and
+ * its peer, still polling, takes the answer before the ACK (memif
+ * ib_write_lat -s 65536, typical 290 -> 16 us together with the other
+ * changes of that commit). Only ACKs that complete a request at the peer
+ * (tx_ack_end: one covers a message's last packet) start a hold; the
+ * mid-message ones of a long WRITE leave at once, so that they open the
+ * peer's window and do not start the hold's clock before the message has
+ * even arrived. ACKs that polls queue during the hold
  * join the held ones while nothing else is queued: a multi-packet
  * answer's AckReq packets draw an ACK each (one mid-message, one for the
  * last), and the last one, which completes the peer's request, must not
@@ -405,15 +425,20 @@ held_last(struct ib_shard *sh)
 static void
 tx_settle(struct ib_shard *sh, uint64_t now, uint32_t polled)
 {
-	if (poll_cq == NULL || (sh->tx_hold != 0 && now >= sh->tx_hold)) {
+	int holds = poll_cq != NULL ||
+		    (loop_holds && sh->tx_ack_end && acks_first(sh, sh->tx_n));
+
+	if (!holds || (sh->tx_hold != 0 && now >= sh->tx_hold)) {
 		if (sh->tx_hold != 0)
 			held_last(sh);
 		ib_tx_flush(sh->dev);
 		sh->tx_hold = 0;
 	} else if (sh->tx_hold == 0) {
 		if (sh->tx_n != 0 &&
-		    (__atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
-		     polled || acks_first(sh, sh->tx_n))) {
+		    ((poll_cq != NULL &&
+		      __atomic_load_n(&poll_cq->q.prod, __ATOMIC_RELAXED) !=
+		      polled) ||
+		     (sh->tx_ack_end && acks_first(sh, sh->tx_n)))) {
 			uint64_t us = rte_get_tsc_hz() / 1000000;
 
 			sh->tx_hold = now + RTE_MIN(RTE_MAX(2 * sh->rtt_hint,
@@ -581,12 +606,16 @@ static unsigned int
 loop_pass(struct ib_engine *e)
 {
 	unsigned int work;
+	uint64_t now;
 
 	if (eng.mode != IB_ENGINE_INLINE)
 		return run_ctl(e) + passes(e, rte_rdtsc());
 	if (!rte_spinlock_trylock(&e->run))
 		return 1;	/* an application call is driving */
-	work = passes(e, rte_rdtsc());
+	now = rte_rdtsc();
+	loop_holds = now - __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED) <
+		     rte_get_tsc_hz() / 1000000 * ENG_ACTIVE_US;
+	work = passes(e, now);
 	run_unlock(e);
 	return work;
 }
@@ -760,14 +789,59 @@ spin_next(uint64_t spin, uint64_t slept, uint64_t calls_idle)
 	return RTE_MAX(spin / 2, (uint64_t)eng.spin_us);
 }
 
+/*
+ * Inline mode: while the program it serves takes turns with it - calls,
+ * then spins outside verbs (ib_write_lat polls its buffer for the peer's
+ * WRITE) while the loop takes in what it waits for - the loop runs
+ * SCHED_FIFO at priority 1 (loop_priority = realtime, the default), so
+ * that a woken loop gets a CPU at once. As a normal thread it did not: on
+ * two CPUs, with both programs of a two-process test spinning, the kernel
+ * ran it only when a spinner's time slice ended, at the next scheduler
+ * tick, 1-4 ms late (perf sched: its scheduling delays ended on 4 ms tick
+ * boundaries; a shorter EEVDF slice through sched_setattr did not change
+ * that). ib_write_lat -s 16384 over veth, 99.9th percentile 2.7 -> 0.2-0.4
+ * ms; memif -s 4096 2.8 ms -> 84 us.
+ *
+ * Only then: the loop turns real-time when one of its passes finds work
+ * while the program's calls are at most ENG_ACTIVE_US old, and back when
+ * one finds work with the calls older (a target asleep in poll(), whose
+ * loop does all the work beside the programs that need the CPUs too) or
+ * after ENG_RT_RUN_US of passes since it last woke (a loop that took over
+ * from a program that was only descheduled must not keep it off its CPU:
+ * real-time from every takeover, perftest's 64 B WRITE stream over memif
+ * lost 10-17 % of its rate). A loop that only naps beside calls costs the
+ * program a wake-up per nap. Without the privilege (CAP_SYS_NICE or
+ * RLIMIT_RTPRIO) the loop stays a normal thread and says so once.
+ */
+static void
+loop_rt(struct ib_engine *e, int on)
+{
+	struct sched_param sp = { .sched_priority = on ? 1 : 0 };
+	int err;
+
+	if (on == e->rt || eng.loop_normal || e->rt_denied)
+		return;
+	err = pthread_setschedparam(pthread_self(),
+				    on ? SCHED_FIFO : SCHED_OTHER, &sp);
+	if (err == 0) {
+		e->rt = on;
+		return;
+	}
+	e->rt_denied = 1;
+	IB_LOG(NOTICE, "engine %u: the loop stays a normal thread: "
+	       "SCHED_FIFO: %s (loop_priority = realtime needs CAP_SYS_NICE "
+	       "or RLIMIT_RTPRIO)", e->id, strerror(err));
+}
+
 static int
 engine_main(void *arg)
 {
 	struct ib_engine *e = arg;
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t last = rte_rdtsc(), now, idle, app_tsc, nap;
+	uint64_t last = rte_rdtsc(), now, idle = 0, app_tsc, nap, awake = last;
 	uint64_t spin = eng.spin_us;
 	uint32_t streak = 0, stream;
+	unsigned int work;
 
 	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
@@ -799,16 +873,28 @@ engine_main(void *arg)
 						 __ATOMIC_RELAXED);
 			if (idle < eng.takeover_us ||
 			    rte_spinlock_is_locked(&e->run)) {
-				nap = defer_nap(RTE_MIN(idle,
-					(uint64_t)eng.takeover_us), ++streak);
+				/* A call inside a pass: not before it can
+				 * have ended (a real-time loop that looked
+				 * every µs took the CPU from a 64 KiB post
+				 * over memif again and again: 15 -> 190 us).
+				 */
+				nap = idle < eng.takeover_us ?
+				      defer_nap(idle, ++streak) :
+				      RTE_MAX(defer_nap(eng.takeover_us,
+							++streak),
+					      (uint64_t)eng.takeover_us);
 				rte_delay_us_sleep(stream ? RTE_MIN(nap,
 					(uint64_t)ENG_DEFER_STREAM_US) : nap);
+				awake = rte_rdtsc();
 				continue;
 			}
 			streak = 0;
 		}
 		if (loop_pass(e) != 0 || eng.mode == IB_ENGINE_POLL) {
 			last = rte_rdtsc();
+			if (eng.mode == IB_ENGINE_INLINE)
+				loop_rt(e, idle < ENG_ACTIVE_US &&
+					   last - awake < ENG_RT_RUN_US * us);
 			continue;
 		}
 		now = rte_rdtsc();
@@ -822,13 +908,16 @@ engine_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		if (engine_sleep(e, (now - last) / us) == 0)
+		work = engine_sleep(e, (now - last) / us);
+		awake = rte_rdtsc();
+		if (work == 0)
 			continue;
-		last = rte_rdtsc();
+		last = awake;
 		app_tsc = __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED);
 		spin = spin_next(spin, (last - now) / us,
 				 last > app_tsc ? (last - app_tsc) / us : 0);
 	}
+	loop_rt(e, 0);	/* the lcore thread outlives the loop */
 	return 0;
 }
 
@@ -927,6 +1016,7 @@ engines_launch(const struct ib_dev_conf *c)
 		      eng.mode == IB_ENGINE_INLINE ? IB_TAKEOVER_SPIN_US :
 						     IB_ENGINE_SPIN_US;
 	eng.takeover_us = c->takeover_us ? c->takeover_us : IB_TAKEOVER_US;
+	eng.loop_normal = c->loop_normal;
 	ib_engine_inline = eng.mode == IB_ENGINE_INLINE;
 	for (k = 0; k < eng.n; k++) {
 		struct ib_engine *e = &engines[k];

@@ -202,6 +202,7 @@ void ib_engine_nudge(struct ib_engine *e);
 void ib_engine_activate(struct ib_qp *qp);
 void ib_engine_forget(struct ib_qp *qp);
 void ib_resp_ack_now(struct ib_qp *qp);
+void ib_resp_ack_behind(struct ib_qp *qp);
 int ib_qp_runnable(const struct ib_qp *qp);
 int ib_engine_progress(void);
 int ib_engine_progress_qp(struct ib_qp *qp);

@@ -99,6 +99,8 @@ ack_flush(struct ib_qp *qp)
 	if (qp->resp.ack_pending) {
 		qp->resp.ack_pending = 0;
 		qp->resp.ack_held = 0;
+		qp->sh->tx_ack_end |= qp->resp.ack_end;
+		qp->resp.ack_end = 0;
 		send_ack(qp, AETH_ACK | AETH_CREDIT_INVALID, qp->resp.ack_psn);
 	}
 }
@@ -134,20 +136,32 @@ ib_resp_ack_now(struct ib_qp *qp)
 	}
 }
 
+/* ib_req_run: the held ACK leaves now, behind the requests queued. */
+void
+ib_resp_ack_behind(struct ib_qp *qp)
+{
+	if (qp->resp.rd_head == qp->resp.rd_tail)
+		ack_flush(qp);
+}
+
 void
 ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 {
 	ack_flush(qp);
+	qp->sh->tx_ack_end = 1;
 	send_ack(qp, syndrome, psn);
 }
 
 /*
  * An ACK covers every request up to its PSN (IBA 9.7.5.1.1), so one
  * per QP per receive burst is enough; the last PSN that asked is answered.
+ * @end: one of them is a message's last packet (or may be: a duplicate),
+ * so the ACK completes a request at the peer (tx_settle holds those).
  */
 static void
-ack_coalesce(struct ib_qp *qp, uint32_t psn)
+ack_coalesce(struct ib_qp *qp, uint32_t psn, int end)
 {
+	qp->resp.ack_end |= end;
 	struct ib_shard *sh = qp->sh;
 
 	if (qp->resp.ack_pass + 1 == sh->pass_id)
@@ -568,7 +582,7 @@ resp_duplicate(struct ib_qp *qp, struct ib_pkt *p)
 		return;
 	}
 	/* C9-104: acknowledge, but one ACK per burst for a run of them. */
-	ack_coalesce(qp, (qp->resp.epsn - 1) & IB_PSN_MASK);
+	ack_coalesce(qp, (qp->resp.epsn - 1) & IB_PSN_MASK, 1);
 }
 
 /*
@@ -750,7 +764,8 @@ ib_resp_rx(struct ib_qp *qp, struct ib_pkt *p)
 			break;
 		case RESP_ACKNOWLEDGE:
 			if (!uc && pkt_ackreq(p))
-				ack_coalesce(qp, p->psn);
+				ack_coalesce(qp, p->psn,
+					     !!(p->mask & IB_M_LAST));
 			return;
 		case RESP_DUPLICATE:
 			resp_duplicate(qp, p);

@@ -509,6 +509,7 @@ ib_tx_flush(struct ib_dev *dev)
 		ib_icrc_seal(sh->tx_seal, sh->tx_nseal);
 		sh->tx_nseal = 0;
 	}
+	sh->tx_ack_end = 0;
 	if (unlikely(dev->fault != NULL)) {
 		/* Frames a port refused earlier were faulted already. The
 		 * fault state is the device's: one engine at a time.

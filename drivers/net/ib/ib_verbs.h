@@ -372,6 +372,7 @@ struct ib_resp {
 	uint8_t owed_syndrome;
 	uint8_t ack_stream;	/* AckReq packets came in consecutive passes */
 	uint8_t ack_held;	/* AckReq packets the pending ACK covers */
+	uint8_t ack_end;	/* ... one of them a message's last */
 	uint32_t ack_pass;	/* the shard's pass of the last of them */
 	uint32_t ack_psn;
 	uint32_t owed_psn;
@@ -545,6 +546,8 @@ struct ib_shard {
 	uint64_t tx_hold;		/* inline: polls leave tx_pending to the
 					 * program's next post until this TSC */
 	uint32_t tx_held;		/* ... its first tx_held frames */
+	uint32_t tx_ack_end;		/* an ACK queued since the last flush
+					 * covers a message's last packet */
 	uint64_t now;			/* the running pass's TSC, else 0 */
 	uint32_t pass_rand;		/* xorshift state: passes timed */
 	uint32_t pass_id;		/* passes begun */
