@@ -415,13 +415,21 @@ set_takeover_us(struct parser *p, const char *val)
 
 /* The inline loop's scheduling: realtime (SCHED_FIFO 1) or normal. */
 static int
-set_loop_priority(struct parser *p, const char *val)
+parse_loop_priority(const char *val, int *rt)
 {
 	if (strcmp(val, "realtime") == 0)
-		p->cfg->loop_normal = 0;
+		*rt = 1;
 	else if (strcmp(val, "normal") == 0)
-		p->cfg->loop_normal = 1;
+		*rt = 0;
 	else
+		return -EINVAL;
+	return 0;
+}
+
+static int
+set_loop_priority(struct parser *p, const char *val)
+{
+	if (parse_loop_priority(val, &p->cfg->loop_rt) != 0)
 		return refuse(p, "must be realtime or normal");
 	return 0;
 }
@@ -955,7 +963,7 @@ apply_env(struct dpib_config *cfg)
 		d->placement = cfg->placement;
 		d->spin_us = cfg->spin_us;
 		d->takeover_us = cfg->takeover_us;
-		d->loop_normal = cfg->loop_normal;
+		d->loop_rt = cfg->loop_rt;
 		if (cap == NULL || *cap == '\0')
 			continue;
 		/* One file per device: the first keeps the name given. */
@@ -980,6 +988,7 @@ dpib_config_load(struct dpib_config *cfg)
 	const char *mode = getenv("DPIB_ENGINE_MODE");
 	const char *engines = getenv("DPIB_ENGINES");
 	const char *place = getenv("DPIB_PLACEMENT");
+	const char *prio = getenv("DPIB_LOOP_PRIORITY");
 	int ret;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -1010,6 +1019,12 @@ dpib_config_load(struct dpib_config *cfg)
 	if (place != NULL && *place != '\0' &&
 	    parse_placement(place, &cfg->placement) != 0) {
 		DPIB_LOG(ERR, "DPIB_PLACEMENT=%s: must be cq or spread", place);
+		return -EINVAL;
+	}
+	if (prio != NULL && *prio != '\0' &&
+	    parse_loop_priority(prio, &cfg->loop_rt) != 0) {
+		DPIB_LOG(ERR, "DPIB_LOOP_PRIORITY=%s: must be realtime or "
+			"normal", prio);
 		return -EINVAL;
 	}
 	return apply_env(cfg);

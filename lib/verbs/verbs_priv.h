@@ -37,7 +37,7 @@ struct dpib_config {
 	int engine_mode;		/* enum ib_engine_mode */
 	uint32_t spin_us;		/* [engine] spin_us, 0: default */
 	uint32_t takeover_us;		/* [engine] takeover_us, 0: default */
-	int loop_normal;		/* [engine] loop_priority = normal */
+	int loop_rt;			/* [engine] loop_priority = realtime */
 	unsigned int ndev;
 	struct ib_dev_conf dev[DPIB_MAX_DEVICES];
 };

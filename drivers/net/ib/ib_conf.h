@@ -83,7 +83,7 @@ struct ib_dev_conf {
 	uint32_t spin_us;	/* engine spin before sleeping; 0: default */
 	uint32_t takeover_us;	/* inline: idle calls before the loop runs */
 #define IB_TAKEOVER_NEVER	UINT32_MAX	/* inline without the loop */
-	int loop_normal;	/* inline: the loop stays SCHED_OTHER */
+	int loop_rt;		/* inline: the loop may run SCHED_FIFO */
 	char capture[256];	/* pcap of transmitted frames, or "" */
 	struct ib_fault_rates fault[2];	/* requests, responses */
 	struct ib_dcqcn_conf dcqcn;	/* congestion control */

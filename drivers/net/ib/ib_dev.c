@@ -110,7 +110,12 @@ af_packet_defaults(char *args, size_t len, uint32_t *mtu)
  * requests and hung, or crashed. So a buffer holds a whole frame: bsize is
  * an mbuf's data room unless the devargs give one, and the MTU is what a
  * buffer holds less the Ethernet header and a VLAN tag. Before, memif's
- * reported 1518-byte frame limit held the IB MTU to 1024.
+ * reported 1518-byte frame limit held the IB MTU to 1024. The ring then
+ * has 512 slots (rsize=9) rather than 1024, unless the devargs say: its
+ * buffers, in 4 KiB pages, span what 1024 of 2 KiB did, and with twice
+ * that an 8-byte ib_send_lat averaged 1.6-1.8 us against 1.3-1.4 (the
+ * frames take every slot in turn); the 64 B and 64 KiB streams ran as
+ * fast with 512 (5.4 M msg/s, 9.0-9.5 GB/s).
  */
 static void
 memif_defaults(char *args, size_t len, uint32_t *mtu)
@@ -123,6 +128,10 @@ memif_defaults(char *args, size_t len, uint32_t *mtu)
 		bsize = (uint32_t)strtoul(b + 6, NULL, 10);
 	else
 		snprintf(args + n, len - n, "%sbsize=%u", n ? "," : "", bsize);
+	b = strstr(args, "rsize=");
+	n = strlen(args);
+	if (b == NULL || (b != args && b[-1] != ','))
+		snprintf(args + n, len - n, ",rsize=9");
 	*mtu = RTE_MIN(*mtu, bsize > RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + 256 ?
 		       bsize - RTE_ETHER_HDR_LEN - RTE_VLAN_HLEN : 256u);
 }
