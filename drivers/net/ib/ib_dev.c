@@ -117,20 +117,29 @@ af_packet_defaults(char *args, size_t len, uint32_t *mtu)
  * frames take every slot in turn); the 64 B and 64 KiB streams ran as
  * fast with 512 (5.4 M msg/s, 9.0-9.5 GB/s).
  */
+/* The value of devargs key @key ("name="), NULL when @args lacks it. */
+static const char *
+devarg(const char *args, const char *key)
+{
+	const char *p = strstr(args, key);
+
+	return p != NULL && (p == args || p[-1] == ',') ? p + strlen(key) :
+							   NULL;
+}
+
 static void
 memif_defaults(char *args, size_t len, uint32_t *mtu)
 {
 	uint32_t bsize = IB_MBUF_DATA - RTE_PKTMBUF_HEADROOM;
-	const char *b = strstr(args, "bsize=");
+	const char *v = devarg(args, "bsize=");
 	size_t n = strlen(args);
 
-	if (b != NULL && (b == args || b[-1] == ','))
-		bsize = (uint32_t)strtoul(b + 6, NULL, 10);
+	if (v != NULL)
+		bsize = (uint32_t)strtoul(v, NULL, 10);
 	else
 		snprintf(args + n, len - n, "%sbsize=%u", n ? "," : "", bsize);
-	b = strstr(args, "rsize=");
 	n = strlen(args);
-	if (b == NULL || (b != args && b[-1] != ','))
+	if (devarg(args, "rsize=") == NULL)
 		snprintf(args + n, len - n, ",rsize=9");
 	*mtu = RTE_MIN(*mtu, bsize > RTE_ETHER_HDR_LEN + RTE_VLAN_HLEN + 256 ?
 		       bsize - RTE_ETHER_HDR_LEN - RTE_VLAN_HLEN : 256u);
@@ -428,11 +437,9 @@ port_start(struct ib_dev *dev)
 		conf.rx_adv_conf.rss_conf.rss_hf = info.flow_type_rss_offloads &
 			(RTE_ETH_RSS_IP | RTE_ETH_RSS_UDP);
 	}
-	/* net_af_packet says 1518 but takes what its frame slots hold
-	 * (af_packet_defaults sized them).
-	 */
-	/* net_memif says 1518 but takes what a buffer holds
-	 * (memif_defaults sized them).
+	/* net_af_packet and net_memif say 1518 but take what their frame
+	 * slots and ring buffers hold (af_packet_defaults and memif_defaults
+	 * sized them).
 	 */
 	if (info.max_rx_pktlen < dev->conf.mtu + RTE_ETHER_HDR_LEN &&
 	    strcmp(info.driver_name, "net_af_packet") != 0 &&

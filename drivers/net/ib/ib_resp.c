@@ -161,9 +161,9 @@ ib_send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 static void
 ack_coalesce(struct ib_qp *qp, uint32_t psn, int end)
 {
-	qp->resp.ack_end |= end;
 	struct ib_shard *sh = qp->sh;
 
+	qp->resp.ack_end |= end;
 	if (qp->resp.ack_pass + 1 == sh->pass_id)
 		qp->resp.ack_stream = 1;
 	else if (qp->resp.ack_pass != sh->pass_id)
