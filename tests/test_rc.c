@@ -686,6 +686,145 @@ inline_loop_goes_realtime(void)
 	      mode ? mode : "default", got, want);
 }
 
+/* The engine loop's thread (EAL names lcore threads rte-worker-N), 0: none. */
+static pid_t
+loop_tid(void)
+{
+	char path[300], comm[64];
+	struct dirent *d;
+	DIR *dir = opendir("/proc/self/task");
+	pid_t tid = 0;
+	FILE *f;
+
+	CHECK(dir != NULL, "/proc/self/task");
+	while (tid == 0 && (d = readdir(dir)) != NULL) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
+			 d->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL &&
+		    strncmp(comm, "rte-worker-", 11) == 0)
+			tid = (pid_t)atoi(d->d_name);
+		fclose(f);
+	}
+	closedir(dir);
+	return tid;
+}
+
+/* The CPU thread @tid last ran on (field 39 of its stat), -1: gone. */
+static int
+thread_cpu(pid_t tid)
+{
+	char path[64], line[1024], *p;
+	int field, cpu = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) != NULL &&
+	    (p = strrchr(line, ')')) != NULL) {
+		for (field = 2; field < 39 && p != NULL; field++)
+			p = strchr(p + 1, ' ');
+		if (p != NULL)
+			cpu = atoi(p + 1);
+	}
+	fclose(f);
+	return cpu;
+}
+
+struct hog {
+	int cpu;
+	volatile int stop;
+};
+
+static void *
+hog_run(void *arg)
+{
+	struct hog *h = arg;
+	cpu_set_t one;
+
+	CPU_ZERO(&one);
+	CPU_SET(h->cpu, &one);
+	pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+	while (!h->stop)
+		;
+	return NULL;
+}
+
+/*
+ * Inline mode: a loop that serves traffic on a CPU that another busy
+ * thread holds, while another CPU it may use idles, moves there
+ * (ib_place.c; engine_loop_cpu_moves). The test pins the loop beside a
+ * spinning thread - the kernel then cannot move it, only the loop itself
+ * can - and has it take WRITEs in while the program sleeps on another
+ * CPU. The other modes' engines are pinned lcores: no moves.
+ */
+#define PLACE_ROUNDS	4000
+
+static void
+inline_loop_leaves_a_shared_cpu(void)
+{
+	const char *mode = getenv("DPIB_ENGINE_MODE");
+	int inline_mode = mode != NULL && strcmp(mode, "inline") == 0;
+	cpu_set_t mine, one;
+	struct hog h = { .cpu = -1 };
+	uint64_t moves0;
+	pthread_t hog;
+	int cpu, app = -1, left = 0;
+	uint32_t r, k;
+	pid_t tid;
+
+	moves0 = dev_counter(P.ctx, "engine_loop_cpu_moves");
+	CHECK(sched_getaffinity(0, sizeof(mine), &mine) == 0, "getaffinity");
+	tid = loop_tid();
+	if (!inline_mode || tid == 0 || CPU_COUNT(&mine) < 2) {
+		CHECK(!inline_mode || CPU_COUNT(&mine) < 2,
+		      "inline mode: no engine loop thread");
+		CHECK(dev_counter(P.ctx, "engine_loop_cpu_moves") == 0,
+		      "%s mode: the engine moved", mode ? mode : "default");
+		return;
+	}
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &mine))
+			continue;
+		if (h.cpu < 0)
+			h.cpu = cpu;
+		else if (app < 0)
+			app = cpu;
+	}
+	CHECK(pthread_create(&hog, NULL, hog_run, &h) == 0, "pthread_create");
+	CPU_ZERO(&one);
+	CPU_SET(h.cpu, &one);
+	CHECK(sched_setaffinity(tid, sizeof(one), &one) == 0, "pin the loop");
+	CPU_ZERO(&one);
+	CPU_SET(app, &one);
+	CHECK(sched_setaffinity(0, sizeof(one), &one) == 0, "pin the test");
+	for (r = 0; r < PLACE_ROUNDS && !left; r++) {
+		for (k = 0; k < 8; k++)
+			post_send_one(0, IBV_WR_RDMA_WRITE,
+				      (uintptr_t)P.buf + SRC_OFF, 64,
+				      (uintptr_t)P.buf + DST_OFF, 0, 5000 + k);
+		usleep(300);	/* the loop takes them in */
+		for (k = 0; k < 8; k++)
+			expect_wc(0, 5000 + k, IBV_WC_SUCCESS,
+				  IBV_WC_RDMA_WRITE, NULL);
+		left = dev_counter(P.ctx, "engine_loop_cpu_moves") > moves0 &&
+		       thread_cpu(tid) != h.cpu;
+	}
+	h.stop = 1;
+	pthread_join(hog, NULL);
+	sched_setaffinity(0, sizeof(mine), &mine);
+	sched_setaffinity(tid, sizeof(mine), &mine);
+	CHECK(left, "after %u rounds the loop still shares CPU %d with a "
+	      "spinning thread (moves %lu)", r, h.cpu, (unsigned long)
+	      (dev_counter(P.ctx, "engine_loop_cpu_moves") - moves0));
+}
+
 /*
  * A program that destroys its QP as soon as its last receive completed
  * (ibv_rc_pingpong's client) still acknowledges that last SEND: the peer's
@@ -959,6 +1098,7 @@ main(void)
 	RUN(doorbell_after_idle);
 	RUN(posted_writes_land_without_a_poll);
 	RUN(inline_loop_goes_realtime);
+	RUN(inline_loop_leaves_a_shared_cpu);
 	RUN(last_ack_leaves_with_a_destroyed_qp);
 	RUN(post_send_before_rts);
 	RUN(bad_wr_stops_the_list);

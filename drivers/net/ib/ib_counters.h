@@ -87,7 +87,8 @@
 	X(PORT_RX_ERRORS,	"port_rx_errors") \
 	X(PORT_TX_ERRORS,	"port_tx_errors") \
 	X(CYCLES_RECEIVE,	"engine_cycles_receive") \
-	X(CYCLES_SEND,		"engine_cycles_send")
+	X(CYCLES_SEND,		"engine_cycles_send") \
+	X(LOOP_MOVES,		"engine_loop_cpu_moves")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

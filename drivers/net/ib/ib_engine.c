@@ -107,6 +107,7 @@ struct ib_engine {
 	int rt;			/* inline: the loop runs SCHED_FIFO (loop_rt) */
 	uint64_t rt_work;	/* TSC of the loop's last pass with work */
 	int rt_denied;
+	struct ib_place place;	/* inline: the loop's CPU (ib_place.c) */
 	int epfd;
 	int efd;		/* eventfd: doorbells, control calls, stop */
 	int tfd;		/* timerfd: naps shorter than a millisecond */
@@ -845,6 +846,19 @@ loop_rt(struct ib_engine *e, int on)
 	       "or RLIMIT_RTPRIO)", e->id, strerror(err));
 }
 
+/* Inline mode, a pass found work: is the loop's CPU shared? */
+static inline void
+place_look(struct ib_engine *e, uint64_t now)
+{
+	uint64_t moves = e->place.moves;
+
+	if (likely(!e->place.on || now < e->place.next))
+		return;
+	ib_place_look(&e->place, now);
+	if (e->place.moves != moves && e->nsh != 0)
+		e->sh[0]->cnt[IB_CNT_LOOP_MOVES]++;
+}
+
 static int
 engine_main(void *arg)
 {
@@ -858,6 +872,8 @@ engine_main(void *arg)
 	ib_self = e->id;
 	/* Naps of a few µs must not become the default 50 µs slack. */
 	prctl(PR_SET_TIMERSLACK, 1000UL);
+	if (eng.mode == IB_ENGINE_INLINE)
+		ib_place_init(&e->place);
 	while (!__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
 		if (eng.mode == IB_ENGINE_INLINE) {
 			/* Since a call last drove the engine: its own clock
@@ -917,6 +933,7 @@ engine_main(void *arg)
 		if (loop_pass(e) != 0 || eng.mode == IB_ENGINE_POLL) {
 			last = rte_rdtsc();
 			if (eng.mode == IB_ENGINE_INLINE) {
+				place_look(e, last);
 				e->rt_work = last;
 				loop_rt(e, idle < ENG_ACTIVE_US &&
 					   last - awake < ENG_RT_RUN_US * us);
@@ -939,11 +956,15 @@ engine_main(void *arg)
 		if (work == 0)
 			continue;
 		last = awake;
+		if (eng.mode == IB_ENGINE_INLINE)
+			place_look(e, last);
 		app_tsc = __atomic_load_n(&e->app_tsc, __ATOMIC_RELAXED);
 		spin = spin_next(spin, (last - now) / us,
 				 last > app_tsc ? (last - app_tsc) / us : 0);
 	}
 	loop_rt(e, 0);	/* the lcore thread outlives the loop */
+	if (eng.mode == IB_ENGINE_INLINE)
+		ib_place_fini(&e->place);
 	return 0;
 }
 

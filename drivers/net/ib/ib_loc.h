@@ -5,6 +5,7 @@
 #define IB_LOC_H
 
 /* What each driver file offers the others, by file. */
+#include <sched.h>
 #include <stdio.h>
 #include <infiniband/verbs.h>
 #include <rte_mbuf.h>
@@ -212,6 +213,31 @@ extern int ib_engine_inline;
 
 /* ib_dev.c */
 int ib_af_packet_iface(const char *spec, char *name, size_t len);
+
+/* ib_place.c: an inline loop moves off a CPU another thread shares */
+#define IB_PLACE_MAX_CPUS	64
+#define IB_PLACE_MAX_STATES	8
+struct ib_place {
+	uint64_t next;		/* TSC of the next look */
+	int on;			/* the loop floats and idle times are known */
+	int cpu;		/* of the window under way, -1: none */
+	uint64_t t0;		/* its start (TSC) */
+	uint64_t cpu_ns0;	/* the thread's CPU time then */
+	uint64_t idle0;		/* the CPU's idle time then (µs) */
+	uint64_t window_us;
+	uint32_t backoff;	/* windows doubled after useless moves */
+	int moved;		/* the last window ended in a move */
+	int pinned;		/* to the CPU it moved to, until unpin */
+	uint64_t unpin;
+	uint64_t moves;
+	cpu_set_t allowed;	/* the loop's CPUs at its start */
+	int statfd;		/* /proc/stat, without cpuidle */
+	long hz;		/* its ticks per second */
+	int idlefd[IB_PLACE_MAX_CPUS][IB_PLACE_MAX_STATES];
+};
+void ib_place_init(struct ib_place *p);
+void ib_place_fini(struct ib_place *p);
+void ib_place_look(struct ib_place *p, uint64_t now);
 
 /* ib_wake.c: what wakes a sleeping engine */
 void ib_wake_open(struct ib_shard *sh);
