@@ -270,6 +270,19 @@ bench_window(struct bench *b)
 	} while (wc.opcode != IBV_WC_BIND_MW);
 }
 
+/*
+ * Where message @i of @size bytes starts in each half of the buffer: 64
+ * places, multiples of @size (ATOMIC WRITE's stay aligned). The raw path
+ * copies its frames from and to the same places, so that both move the
+ * same bytes through the same caches (a 64 KiB stream walks 4 MiB each
+ * way).
+ */
+static uint64_t
+msg_off(const struct bench *b, uint32_t size, uint32_t i)
+{
+	return (i % 64) * (uint64_t)size % (b->len / 2 - size);
+}
+
 /* One WRITE-like WR (@op) of @size bytes to the target half, by @rkey. */
 static void
 post_write(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
@@ -290,7 +303,7 @@ post_write(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
 /*
  * Keep @outstanding WRs of @op (RDMA WRITE or ATOMIC WRITE) in flight, one
  * in 16 signaled (as perftest does with --cq-mod), and return messages per
- * second. Offsets are multiples of @size: ATOMIC WRITE's stay aligned.
+ * second.
  */
 static double
 dpib_write_op(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
@@ -305,8 +318,7 @@ dpib_write_op(struct bench *b, enum ibv_wr_opcode op, uint32_t rkey,
 	t0 = now_s();
 	while (done < iters) {
 		while (posted < iters && posted - done < outstanding) {
-			post_write(b, op, rkey, size, (posted % 64) *
-				   (uint64_t)size % (b->len / 2 - size),
+			post_write(b, op, rkey, size, msg_off(b, size, posted),
 				   posted % mod == mod - 1 || posted == iters - 1);
 			posted++;
 		}
@@ -447,10 +459,14 @@ raw_worker_main(void *arg)
 
 	while (w->mode != RAW_STOP) {
 		n = rte_eth_rx_burst(b->raw_a, 0, rx, BURST);
-		for (i = 0; i < n; i++)
-			rte_memcpy(b->buf + b->len / 2,
-				   rte_pktmbuf_mtod_offset(rx[i], uint8_t *,
-							   RAW_HDR), w->size);
+		for (i = 0; i < n; i++) {
+			const uint8_t *p = rte_pktmbuf_mtod(rx[i], uint8_t *);
+			uint64_t off;
+
+			memcpy(&off, p, sizeof(off));
+			rte_memcpy(b->buf + b->len / 2 + off, p + RAW_HDR,
+				   w->size);
+		}
 		if (w->mode == RAW_ECHO) {
 			for (sent = 0; sent < n; )
 				sent += rte_eth_tx_burst(b->raw_b, 0, rx + sent,
@@ -463,9 +479,13 @@ raw_worker_main(void *arg)
 	return 0;
 }
 
-/* Build one frame: header bytes plus @size payload bytes copied in. */
+/*
+ * Build one frame: header bytes, in whose first 8 the offset @off of its
+ * payload in each half of the buffer (where the worker puts it), plus
+ * @size payload bytes copied in from there.
+ */
 static struct rte_mbuf *
-raw_frame(struct bench *b, uint32_t size, const uint8_t *src)
+raw_frame(struct bench *b, uint32_t size, uint64_t off)
 {
 	struct rte_mbuf *m = rte_pktmbuf_alloc(b->raw_pool);
 	uint8_t *p;
@@ -473,25 +493,38 @@ raw_frame(struct bench *b, uint32_t size, const uint8_t *src)
 	if (m == NULL)
 		return NULL;
 	p = (uint8_t *)rte_pktmbuf_append(m, RAW_HDR + size + 4);
+	if (p == NULL) {
+		rte_pktmbuf_free(m);
+		return NULL;
+	}
 	memset(p, 0, RAW_HDR);
-	rte_memcpy(p + RAW_HDR, src, size);
+	memcpy(p, &off, sizeof(off));
+	rte_memcpy(p + RAW_HDR, b->buf + off, size);
 	return m;
 }
 
-/* Frames per second of @size payload from here to the worker. */
+/*
+ * Frames per second of @size payload from here to the worker: the frames
+ * of messages of @msg bytes (@size each, the last one too), from and to
+ * the places dpib_write_op's messages take (msg_off).
+ */
 static double
-raw_rate(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t frames)
+raw_rate(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t frames,
+	 uint32_t msg)
 {
 	struct rte_mbuf *tx[BURST];
 	uint64_t base = w->received;
-	uint32_t sent = 0, i, n;
+	uint32_t sent = 0, i, n, per = RTE_MAX(msg / size, 1u);
 	double t0 = now_s();
 
 	w->size = size;
 	while (sent < frames) {
 		n = RTE_MIN((uint32_t)BURST, frames - sent);
 		for (i = 0; i < n; i++) {
-			tx[i] = raw_frame(b, size, b->buf + (i * 64) % 4096);
+			uint32_t k = sent + i;
+
+			tx[i] = raw_frame(b, size, msg_off(b, msg, k / per) +
+					  (uint64_t)(k % per) * size);
 			if (tx[i] == NULL)
 				break;
 		}
@@ -517,7 +550,7 @@ raw_lat(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t iters,
 	for (i = 0; i < iters; i++) {
 		uint64_t t0 = rte_rdtsc();
 
-		m = raw_frame(b, size, b->buf);
+		m = raw_frame(b, size, 0);
 		while (rte_eth_tx_burst(b->raw_a, 0, &m, 1) == 0)
 			;
 		while (rte_eth_rx_burst(b->raw_b, 0, &m, 1) == 0)
@@ -623,21 +656,21 @@ measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
 	    rte_eal_remote_launch(raw_worker_main, &w, lcore) != 0)
 		die("raw worker", EBUSY);
 	for (i = 0; i < o->reps; i++)
-		v[i] = raw_rate(b, &w, o->rate_size, o->iters);
+		v[i] = raw_rate(b, &w, o->rate_size, o->iters, o->rate_size);
 	res->raw_rate = median(v, o->reps);
 	for (i = 0; i < o->reps; i++)
-		v[i] = raw_rate(b, &w, 8, o->iters);
+		v[i] = raw_rate(b, &w, 8, o->iters, 8);
 	res->raw_rate8 = median(v, o->reps);
 	for (i = 0; i < o->reps; i++)
 		v[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
-				bw_iters * pkts) / pkts;
+				bw_iters * pkts, o->bw_size) / pkts;
 	res->raw_bw = median(v, o->reps);
 	for (k = 0; k < nsweep; k++) {
 		uint32_t size = sweep_size[k], per = (size + b->mtu - 1) / b->mtu;
 
 		for (i = 0; i < o->reps; i++)
 			v[i] = raw_rate(b, &w, RTE_MIN(size, b->mtu),
-					sweep_iters(o, size) * per) / per;
+					sweep_iters(o, size) * per, size) / per;
 		sweep_raw[k] = median(v, o->reps);
 	}
 	w.mode = RAW_ECHO;
