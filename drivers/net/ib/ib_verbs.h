@@ -552,6 +552,7 @@ struct ib_shard {
 	uint32_t pass_rand;		/* xorshift state: passes timed */
 	uint32_t pass_id;		/* passes begun */
 	uint32_t posts;			/* inline posts that drove it */
+	uint32_t post_streak;		/* ... since its last full pass */
 	uint64_t rtt_hint;		/* srtt after the last RTT sample */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
