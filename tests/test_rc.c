@@ -608,39 +608,65 @@ posted_writes_land_without_a_poll(void)
 		expect_wc(0, 70 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
 }
 
+/* The threads of this process, by the IDs /proc gives them: up to @max. */
+static int
+task_ids(pid_t *ids, int max)
+{
+	DIR *dir = opendir("/proc/self/task");
+	struct dirent *d;
+	int n = 0;
+
+	CHECK(dir != NULL, "/proc/self/task");
+	while (n < max && (d = readdir(dir)) != NULL)
+		if (d->d_name[0] != '.')
+			ids[n++] = (pid_t)atoi(d->d_name);
+	closedir(dir);
+	return n;
+}
+
+/* The first line of thread @tid's /proc file @name; 0: the thread ended. */
+static int
+task_line(pid_t tid, const char *name, char *line, int len)
+{
+	char path[64];
+	FILE *f;
+	int ok;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/%s", (int)tid, name);
+	f = fopen(path, "r");
+	if (f == NULL)
+		return 0;
+	ok = fgets(line, len, f) != NULL;
+	fclose(f);
+	return ok;
+}
+
+/* Field @field (1-based, >= 3) of thread @tid's stat line; -1: gone. */
+static long
+task_stat(pid_t tid, int field)
+{
+	char line[1024], *p;
+	int k;
+
+	if (!task_line(tid, "stat", line, sizeof(line)) ||
+	    (p = strrchr(line, ')')) == NULL)
+		return -1;
+	/* Field 3 follows the ')' (the name may hold spaces). */
+	for (k = 2; k < field && p != NULL; k++)
+		p = strchr(p + 1, ' ');
+	return p != NULL ? atol(p + 1) : -1;
+}
+
 /* Threads of this process whose scheduling policy is SCHED_FIFO. */
 static int
 fifo_threads(void)
 {
-	char path[300], line[1024], *p;
-	struct dirent *d;
-	int n = 0, field;
-	DIR *dir = opendir("/proc/self/task");
-	FILE *f;
+	pid_t ids[256];
+	int n = task_ids(ids, 256), i, fifo = 0;
 
-	CHECK(dir != NULL, "/proc/self/task");
-	if (dir == NULL)
-		return -1;
-	while ((d = readdir(dir)) != NULL) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/stat",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;	/* the thread ended */
-		if (fgets(line, sizeof(line), f) != NULL &&
-		    (p = strrchr(line, ')')) != NULL) {
-			/* Field 41 is the policy; field 3 follows the ')'. */
-			for (field = 2; field < 40 && p != NULL; field++)
-				p = strchr(p + 1, ' ');
-			if (p != NULL && atoi(p + 1) == SCHED_FIFO)
-				n++;
-		}
-		fclose(f);
-	}
-	closedir(dir);
-	return n;
+	for (i = 0; i < n; i++)
+		fifo += task_stat(ids[i], 41) == SCHED_FIFO;
+	return fifo;
 }
 
 /* May a thread of this process make itself SCHED_FIFO (root, a rlimit)? */
@@ -708,51 +734,15 @@ inline_loop_goes_realtime(void)
 static pid_t
 loop_tid(void)
 {
-	char path[300], comm[64];
-	struct dirent *d;
-	DIR *dir = opendir("/proc/self/task");
-	pid_t tid = 0;
-	FILE *f;
+	pid_t ids[256];
+	int n = task_ids(ids, 256), i;
+	char comm[64];
 
-	CHECK(dir != NULL, "/proc/self/task");
-	while (tid == 0 && (d = readdir(dir)) != NULL) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm",
-			 d->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		if (fgets(comm, sizeof(comm), f) != NULL &&
+	for (i = 0; i < n; i++)
+		if (task_line(ids[i], "comm", comm, sizeof(comm)) &&
 		    strncmp(comm, "rte-worker-", 11) == 0)
-			tid = (pid_t)atoi(d->d_name);
-		fclose(f);
-	}
-	closedir(dir);
-	return tid;
-}
-
-/* The CPU thread @tid last ran on (field 39 of its stat), -1: gone. */
-static int
-thread_cpu(pid_t tid)
-{
-	char path[64], line[1024], *p;
-	int field, cpu = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/self/task/%d/stat", (int)tid);
-	f = fopen(path, "r");
-	if (f == NULL)
-		return -1;
-	if (fgets(line, sizeof(line), f) != NULL &&
-	    (p = strrchr(line, ')')) != NULL) {
-		for (field = 2; field < 39 && p != NULL; field++)
-			p = strchr(p + 1, ' ');
-		if (p != NULL)
-			cpu = atoi(p + 1);
-	}
-	fclose(f);
-	return cpu;
+			return ids[i];
+	return 0;
 }
 
 struct hog {
@@ -832,7 +822,7 @@ inline_loop_leaves_a_shared_cpu(void)
 			expect_wc(0, 5000 + k, IBV_WC_SUCCESS,
 				  IBV_WC_RDMA_WRITE, NULL);
 		left = dev_counter(P.ctx, "engine_loop_cpu_moves") > moves0 &&
-		       thread_cpu(tid) != h.cpu;
+		       task_stat(tid, 39) != h.cpu;	/* its last CPU */
 	}
 	h.stop = 1;
 	pthread_join(hog, NULL);
