@@ -112,22 +112,11 @@ expect_wc(int cqi, uint64_t wr_id, enum ibv_wc_status status,
 		*out = wc;
 }
 
-/*
- * The first of @n 64-byte chunks of @dst that differs from @src's, read
- * through volatile: the engine writes @dst from another thread (a plain
- * memcmp loop here took chunks for landed that were not yet: nothing tells
- * the compiler that anything else writes them).
- */
+/* The first of @n 64-byte chunks of @dst that differs from @src's. */
 static uint32_t
-first_unlanded(const volatile uint8_t *dst, const uint8_t *src, uint32_t n)
+first_unlanded(const uint8_t *dst, const uint8_t *src, uint32_t n)
 {
-	uint32_t k, i;
-
-	for (k = 0; k < n; k++)
-		for (i = 0; i < 64; i++)
-			if (dst[k * 64 + i] != src[k * 64 + i])
-				return k;
-	return n;
+	return (uint32_t)(landed(dst, src, (size_t)n * 64) / 64);
 }
 
 static void
@@ -588,8 +577,8 @@ posted_writes_land_without_a_poll(void)
 			      (uintptr_t)P.buf + SRC_OFF + k * 64, 64,
 			      (uintptr_t)P.buf + DST_OFF + k * 64, 0, 70 + k);
 	end = check_now() + 2;
-	while (memcmp(P.buf + DST_OFF, P.buf + SRC_OFF, STREAM_WRS * 64) != 0 &&
-	       check_now() < end)
+	while (first_unlanded(P.buf + DST_OFF, P.buf + SRC_OFF, STREAM_WRS) <
+	       STREAM_WRS && check_now() < end)
 		usleep(10);
 	/* The counters are the engines' own, read without stopping them: an
 	 * engine may count a frame a moment after its data landed.

@@ -325,6 +325,23 @@ poll_one(struct ibv_cq *cq, struct ibv_wc *wc, double secs)
 	return 0;
 }
 
+/*
+ * How many leading bytes of @dst equal @src's, read through volatile:
+ * for memory an engine writes from another thread. memcmp is no test of
+ * that: it finds a differing block, then reloads bytes of it to order
+ * them, and a byte written in between makes it return 0 with later bytes
+ * still unwritten.
+ */
+static inline size_t
+landed(const volatile uint8_t *dst, const uint8_t *src, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n && dst[i] == src[i]; i++)
+		;
+	return i;
+}
+
 static inline void
 fill_pattern(uint8_t *b, size_t len, uint32_t seed)
 {
