@@ -470,15 +470,20 @@ raw_worker_main(void *arg)
 
 	while (w->mode != RAW_STOP) {
 		n = rte_eth_rx_burst(b->raw_a, 0, rx, BURST);
+		/* Read after the frames (the ring's acquire), written only
+		 * with frames: between runs the sender owns off and k.
+		 */
 		off = n != 0 ? w->off : NULL;
-		for (i = 0, k = w->k; i < n; i++) {
+		k = off != NULL ? w->k : 0;
+		for (i = 0; i < n; i++) {
 			rte_memcpy(b->buf + b->len / 2 + (off ? off[k] : 0),
 				   rte_pktmbuf_mtod_offset(rx[i], uint8_t *,
 							   RAW_HDR), w->size);
 			if (off != NULL && ++k == w->cycle)
 				k = 0;
 		}
-		w->k = k;
+		if (off != NULL)
+			w->k = k;
 		if (w->mode == RAW_ECHO) {
 			for (sent = 0; sent < n; )
 				sent += rte_eth_tx_burst(b->raw_b, 0, rx + sent,
