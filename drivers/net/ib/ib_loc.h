@@ -225,8 +225,8 @@ struct ib_place {
 	uint64_t cpu_ns0;	/* the thread's CPU time then */
 	uint64_t idle0;		/* the CPU's idle time then (µs) */
 	uint64_t window_us;
-	uint32_t backoff;	/* windows doubled after useless moves */
-	int moved;		/* the last window ended in a move */
+	uint32_t backoff;	/* windows doubled after moves in a row */
+	uint64_t last_move;	/* TSC, 0: none yet */
 	int pinned;		/* to the CPU it moved to, until unpin */
 	uint64_t unpin;
 	uint64_t moves;

@@ -22,9 +22,12 @@
  * rest, which other threads took. When others took more than
  * PLACE_SHARED_PCT of it, the loop moves to the next CPU it may use
  * (pinned there for PLACE_PIN_US, then free again: the kernel keeps a
- * woken thread on its previous CPU while that one is idle). A move that
- * found the next CPU shared too (three busy threads on two CPUs) doubles
- * the window, up to PLACE_WINDOW_MAX_US: moves then cost nothing.
+ * woken thread on its previous CPU while that one is idle). Each move
+ * within PLACE_RECENT_US of the last doubles the window, up to
+ * PLACE_WINDOW_MAX_US, until PLACE_CALM_US pass without one: where more
+ * threads are busy than there are CPUs (a QEMU guest's vCPUs beside the
+ * programs) every CPU is shared, and the loop then moves about once a
+ * second, not every few milliseconds.
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -42,7 +45,11 @@
 #define PLACE_WINDOW_STAT_US	40000	/* with /proc/stat's 10 ms ticks */
 #define PLACE_WINDOW_MAX_US	1000000
 #define PLACE_SHARED_PCT	40	/* of a window others took: move */
-#define PLACE_PIN_US		50000
+#define PLACE_PIN_US		20000
+#define PLACE_RECENT_US		1000000	/* a move this soon after the last
+					 * one doubles the window */
+#define PLACE_CALM_US		5000000	/* ... and this long without one
+					 * brings it back */
 
 static uint64_t
 thread_ns(void)
@@ -221,14 +228,15 @@ ib_place_look(struct ib_place *p, uint64_t now)
 		       t - p->idle0;
 		if (mine + idle < wall &&
 		    (wall - mine - idle) * 100 > wall * PLACE_SHARED_PCT) {
-			if (p->moved)	/* ... to another shared CPU */
+			if (p->last_move != 0 &&
+			    now - p->last_move < PLACE_RECENT_US * us)
 				p->backoff = RTE_MIN(p->backoff + 1, 9u);
 			move(p, cpu, now);
-			p->moved = 1;
+			p->last_move = now;
 			cpu = sched_getcpu();
-		} else {
+		} else if (p->backoff != 0 &&
+			   now - p->last_move > PLACE_CALM_US * us) {
 			p->backoff = 0;
-			p->moved = 0;
 		}
 		win = RTE_MIN(p->window_us << p->backoff,
 			      (uint64_t)PLACE_WINDOW_MAX_US);
