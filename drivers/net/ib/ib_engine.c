@@ -851,12 +851,9 @@ loop_rt(struct ib_engine *e, int on)
 static inline void
 place_look(struct ib_engine *e, uint64_t now)
 {
-	uint64_t moves = e->place.moves;
-
 	if (likely(!e->place.on || now < e->place.next))
 		return;
-	ib_place_look(&e->place, now);
-	if (e->place.moves != moves && e->nsh != 0)
+	if (ib_place_look(&e->place, now) && e->nsh != 0)
 		e->sh[0]->cnt[IB_CNT_LOOP_MOVES]++;
 }
 

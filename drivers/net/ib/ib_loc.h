@@ -229,7 +229,6 @@ struct ib_place {
 	uint64_t last_move;	/* TSC, 0: none yet */
 	int pinned;		/* to the CPU it moved to, until unpin */
 	uint64_t unpin;
-	uint64_t moves;
 	cpu_set_t allowed;	/* the loop's CPUs at its start */
 	int statfd;		/* /proc/stat, without cpuidle */
 	long hz;		/* its ticks per second */
@@ -237,7 +236,7 @@ struct ib_place {
 };
 void ib_place_init(struct ib_place *p);
 void ib_place_fini(struct ib_place *p);
-void ib_place_look(struct ib_place *p, uint64_t now);
+int ib_place_look(struct ib_place *p, uint64_t now);
 
 /* ib_wake.c: what wakes a sleeping engine */
 void ib_wake_open(struct ib_shard *sh);

@@ -184,7 +184,7 @@ next_cpu(const struct ib_place *p, int cpu)
 	return cpu;
 }
 
-static void
+static int
 move(struct ib_place *p, int cpu, uint64_t now)
 {
 	cpu_set_t one;
@@ -193,36 +193,43 @@ move(struct ib_place *p, int cpu, uint64_t now)
 	CPU_ZERO(&one);
 	CPU_SET(to, &one);
 	if (sched_setaffinity(0, sizeof(one), &one) != 0)
-		return;
+		return 0;
 	p->pinned = 1;
 	p->unpin = now + rte_get_tsc_hz() / 1000000 * PLACE_PIN_US;
-	p->moves++;
+	return 1;
+}
+
+static uint64_t
+window_us(const struct ib_place *p)
+{
+	return RTE_MIN(p->window_us << p->backoff,
+		       (uint64_t)PLACE_WINDOW_MAX_US);
 }
 
 /*
  * The loop found work at TSC @now: close the window if it is due, move if
- * others took the CPU, and open the next one.
+ * others took the CPU, and open the next one. Returns 1 when it moved.
  */
-void
+int
 ib_place_look(struct ib_place *p, uint64_t now)
 {
 	const uint64_t us = rte_get_tsc_hz() / 1000000;
-	uint64_t wall, mine, idle, t, win;
-	int cpu;
+	uint64_t wall, mine, idle, ns = 0, t = UINT64_MAX;
+	int cpu, closed = 0, moved = 0;
 
 	if (p->pinned && now >= p->unpin) {
 		sched_setaffinity(0, sizeof(p->allowed), &p->allowed);
 		p->pinned = 0;
 	}
 	cpu = sched_getcpu();
-	win = RTE_MIN(p->window_us << p->backoff,
-		      (uint64_t)PLACE_WINDOW_MAX_US);
 	/* A window the kernel moved the loop in, or one that spans a long
 	 * sleep (whatever else ran meanwhile), says nothing.
 	 */
-	if (p->cpu == cpu && now - p->t0 < 4 * win * us) {
+	if (p->cpu == cpu && now - p->t0 < 4 * window_us(p) * us) {
+		closed = 1;
 		wall = (now - p->t0) / us;
-		mine = (thread_ns() - p->cpu_ns0) / 1000;
+		ns = thread_ns();
+		mine = (ns - p->cpu_ns0) / 1000;
 		t = idle_us(p, cpu);
 		idle = t == UINT64_MAX || p->idle0 == UINT64_MAX ? wall :
 		       t - p->idle0;
@@ -231,19 +238,25 @@ ib_place_look(struct ib_place *p, uint64_t now)
 			if (p->last_move != 0 &&
 			    now - p->last_move < PLACE_RECENT_US * us)
 				p->backoff = RTE_MIN(p->backoff + 1, 9u);
-			move(p, cpu, now);
+			moved = move(p, cpu, now);
 			p->last_move = now;
-			cpu = sched_getcpu();
 		} else if (p->backoff != 0 &&
 			   now - p->last_move > PLACE_CALM_US * us) {
 			p->backoff = 0;
 		}
-		win = RTE_MIN(p->window_us << p->backoff,
-			      (uint64_t)PLACE_WINDOW_MAX_US);
+	}
+	/* The next window starts from this one's end readings unless the
+	 * loop is on another CPU now.
+	 */
+	if (moved || !closed) {
+		cpu = sched_getcpu();
+		ns = thread_ns();
+		t = idle_us(p, cpu);
 	}
 	p->cpu = cpu;
 	p->t0 = now;
-	p->cpu_ns0 = thread_ns();
-	p->idle0 = idle_us(p, cpu);
-	p->next = now + win * us;
+	p->cpu_ns0 = ns;
+	p->idle0 = t;
+	p->next = now + window_us(p) * us;
+	return moved;
 }
