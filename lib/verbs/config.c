@@ -136,18 +136,33 @@ parse_bool(struct parser *p, const char *val, int *out)
 	return 0;
 }
 
+/* A keyword of the configuration and the value it stands for. */
+struct word {
+	const char *name;
+	int value;
+};
+
+/* @val among @words (NULL-terminated): its value into *@out, or -EINVAL. */
+static int
+parse_word(const char *val, const struct word *words, int *out)
+{
+	for (; words->name != NULL; words++)
+		if (strcmp(val, words->name) == 0) {
+			*out = words->value;
+			return 0;
+		}
+	return -EINVAL;
+}
+
 static int
 parse_mode(const char *val, int *mode)
 {
-	if (strcmp(val, "poll") == 0)
-		*mode = IB_ENGINE_POLL;
-	else if (strcmp(val, "adaptive") == 0)
-		*mode = IB_ENGINE_ADAPTIVE;
-	else if (strcmp(val, "inline") == 0)
-		*mode = IB_ENGINE_INLINE;
-	else
-		return -EINVAL;
-	return 0;
+	static const struct word modes[] = {
+		{ "poll", IB_ENGINE_POLL }, { "adaptive", IB_ENGINE_ADAPTIVE },
+		{ "inline", IB_ENGINE_INLINE }, { NULL, 0 },
+	};
+
+	return parse_word(val, modes, mode);
 }
 
 /* The CPUs of @set as ranges, "0-3,6". */
@@ -359,13 +374,12 @@ set_engines(struct parser *p, const char *val)
 static int
 parse_placement(const char *val, int *out)
 {
-	if (strcmp(val, "cq") == 0)
-		*out = IB_PLACE_CQ;
-	else if (strcmp(val, "spread") == 0)
-		*out = IB_PLACE_SPREAD;
-	else
-		return -1;
-	return 0;
+	static const struct word placements[] = {
+		{ "cq", IB_PLACE_CQ }, { "spread", IB_PLACE_SPREAD },
+		{ NULL, 0 },
+	};
+
+	return parse_word(val, placements, out);
 }
 
 static int
@@ -417,13 +431,11 @@ set_takeover_us(struct parser *p, const char *val)
 static int
 parse_loop_priority(const char *val, int *rt)
 {
-	if (strcmp(val, "realtime") == 0)
-		*rt = 1;
-	else if (strcmp(val, "normal") == 0)
-		*rt = 0;
-	else
-		return -EINVAL;
-	return 0;
+	static const struct word priorities[] = {
+		{ "realtime", 1 }, { "normal", 0 }, { NULL, 0 },
+	};
+
+	return parse_word(val, priorities, rt);
 }
 
 static int
