@@ -111,20 +111,26 @@ req_opcode(const struct ib_send_wqe *w, int first, int last)
  * rxe do (some HCAs once read 0 as 2^31; the verbs of today's do not).
  */
 static int
-check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
+check_local(struct ib_qp *qp, const struct ib_send_wqe *w, const uint8_t **src)
 {
 	unsigned int access = ib_wr_gets_data(w->opcode) ?
 			      IBV_ACCESS_LOCAL_WRITE : 0;
+	struct ib_mr *mr = NULL;
 	uint32_t i;
 
 	for (i = 0; i < w->num_sge; i++) {
 		const struct ibv_sge *s = &w->sge[i];
 
-		if (s->length != 0 &&
-		    ib_mr_check(ib_mr_lookup(qp->dev, s->lkey), qp->ibv.pd,
-				s->addr, s->length, access) != 0)
+		if (s->length == 0)
+			continue;
+		mr = ib_mr_lookup(qp->dev, s->lkey);
+		if (ib_mr_check(mr, qp->ibv.pd, s->addr, s->length,
+				access) != 0)
 			return -EACCES;
 	}
+	/* One SGE: where its bytes are, for the first packet (send_packet). */
+	*src = w->num_sge == 1 && mr != NULL ?
+	       mr->addr + (w->sge[0].addr - mr->iova) : NULL;
 	return 0;
 }
 
@@ -133,7 +139,7 @@ check_local(struct ib_qp *qp, const struct ib_send_wqe *w)
  * WR is used unless its high bit is set, then the QP's (ibv_post_send(3)).
  */
 static int
-send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
+send_ud(struct ib_qp *qp, struct ib_send_wqe *w, const uint8_t *src)
 {
 	uint8_t op = w->opcode == IBV_WR_SEND_WITH_IMM ? IB_UD_SEND_ONLY_IMM :
 						       IB_UD_SEND_ONLY;
@@ -169,6 +175,8 @@ send_ud(struct ib_qp *qp, struct ib_send_wqe *w)
 		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
 	if (w->flags & IBV_SEND_INLINE)
 		rte_memcpy(pay, w->inline_data, w->length);
+	else if (src != NULL)
+		rte_memcpy(pay, src, w->length);
 	else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 			     &qp->req.cur, pay, w->length, 0) != 0) {
 		rte_pktmbuf_free(m);
@@ -190,9 +198,14 @@ ackreq_every(uint32_t cwnd)
 	return q < 2 ? 1 : rte_align32prevpow2(q);
 }
 
-/* Build and queue the packet at req.offset of WQE @w. */
+/*
+ * Build and queue the packet at req.offset of WQE @w. @src: the bytes of a
+ * one-SGE WQE that check_local checked just now, or NULL. A message that
+ * fits one packet is copied from there; the SGE is not looked up and
+ * checked a second time (a tenth of a 64 B WRITE's requester cycles).
+ */
 static int
-send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
+send_packet(struct ib_qp *qp, struct ib_send_wqe *w, const uint8_t *src)
 {
 	const struct ib_opcode_info *info;
 	int first = qp->req.offset == 0;
@@ -205,7 +218,7 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 	rte_iova_t iova;
 
 	if (qp->ibv.qp_type == IBV_QPT_UD)
-		return send_ud(qp, w);
+		return send_ud(qp, w, src);
 	if (!ib_wr_gets_data(w->opcode)) {
 		chunk = RTE_MIN(qp->path.mtu, w->length - qp->req.offset);
 		last = qp->req.offset + chunk == w->length;
@@ -263,9 +276,12 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w)
 		}
 	}
 	if (chunk && zc == NULL) {
-		if (w->flags & IBV_SEND_INLINE)
+		if (w->flags & IBV_SEND_INLINE) {
 			rte_memcpy(pay, w->inline_data + qp->req.offset, chunk);
-		else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
+		} else if (src != NULL && chunk == w->length) {
+			rte_memcpy(pay, src, chunk);
+			qp->req.cur.off = chunk;
+		} else if (ib_sge_copy(qp->dev, qp->ibv.pd, w->sge, w->num_sge,
 				     &qp->req.cur, pay, chunk, 0) != 0) {
 			rte_pktmbuf_free(m);
 			return -EACCES;
@@ -352,6 +368,7 @@ req_run(struct ib_qp *qp)
 	int budget = IB_REQ_BUDGET;
 	struct ib_swqe_state *st = NULL;
 	struct ib_send_wqe *w = NULL;
+	const uint8_t *src = NULL;
 	uint32_t prod;
 	int ret, first;
 
@@ -395,8 +412,9 @@ req_run(struct ib_qp *qp)
 				state = REQ_LOCAL_DONE;
 				break;
 			}
+			src = NULL;
 			if (!(w->flags & IBV_SEND_INLINE) &&
-			    check_local(qp, w) != 0) {
+			    check_local(qp, w, &src) != 0) {
 				st->npkts = 0;
 				state = REQ_ERR_LOCAL_PROT;
 				break;
@@ -413,7 +431,8 @@ req_run(struct ib_qp *qp)
 			break;
 		case REQ_SEND_PACKET:
 			first = !ib_sent_any(qp);
-			ret = send_packet(qp, w);
+			ret = send_packet(qp, w, src);
+			src = NULL;	/* checked for the first packet only */
 			budget--;
 			/* The timer runs from the first packet on the wire: a
 			 * message stopped halfway (window, budget) may never

@@ -361,21 +361,24 @@ pkt_alloc(struct ib_qp *qp, const struct ib_encap *h, uint8_t opcode,
 	p = (uint8_t *)rte_pktmbuf_append(m, zc ? total - paylen - pad -
 					  IB_ICRC_LEN : total);
 	rte_memcpy(p, h->b, h->len);
-	m->l2_len = h->ip_off;
+	/* Both lengths in one store: set one after the other, the second
+	 * bit-field's load waited for the first one's byte store (a store
+	 * that cannot forward to a wider load).
+	 */
+	m->tx_offload = rte_mbuf_tx_offload(h->ip_off, h->ip6 ? IP6_LEN :
+					    IP_LEN, 0, 0, 0, 0, 0);
 	udp = (void *)(p + h->len - UDP_LEN);
 	udp->src_port = rte_cpu_to_be_16(qp->udp_sport);
 	udp->dgram_len = rte_cpu_to_be_16(udplen);
 	if (likely(!h->ip6)) {
 		struct rte_ipv4_hdr *ip = (void *)(p + h->ip_off);
 
-		m->l3_len = IP_LEN;
 		ip->total_length = rte_cpu_to_be_16(IP_LEN + udplen);
 		ip->hdr_checksum = cksum_add(ip->hdr_checksum,
 					     ip->total_length);
 	} else {
 		struct rte_ipv6_hdr *ip6 = (void *)(p + h->ip_off);
 
-		m->l3_len = IP6_LEN;
 		ip6->payload_len = rte_cpu_to_be_16(udplen);
 	}
 	qp->rp.tx_bytes += total;
