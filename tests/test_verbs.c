@@ -50,6 +50,7 @@ main(void)
 	RUN(destroy_cq_waits_for_ack);
 	RUN(async_comm_est);
 	RUN(srq_shared_and_limit);
+	RUN(destroy_leaves_heap_clean);
 	RUN(ud_semantics);
 	RUN(uc_semantics);
 	RUN(sqd_drains_and_resumes);

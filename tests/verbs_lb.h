@@ -181,6 +181,7 @@ void channel_with_epoll(void);
 void reset_purges_only_its_cqes(void);
 void resize_cq_keeps_entries(void);
 void srq_shared_and_limit(void);
+void destroy_leaves_heap_clean(void);
 void ud_semantics(void);
 void uc_semantics(void);
 void sqd_drains_and_resumes(void);

@@ -4,6 +4,8 @@
 /*
  * test_verbs: the SRQ and its limit event (seed 002 section 8.1).
  */
+#include <rte_malloc.h>
+
 #include "verbs_lb.h"
 
 /* Seed 002 8.1: SRQ shared by two QPs, the limit event and its re-arming. */
@@ -77,4 +79,59 @@ srq_shared_and_limit(void)
 	      ibv_destroy_qp(r1) == 0 && ibv_destroy_qp(r2) == 0, "qps");
 	CHECK(ibv_destroy_srq(srq) == 0, "destroy_srq");
 	CHECK(ibv_destroy_cq(cq) == 0, "cq");
+}
+
+/*
+ * The DPDK heap zeroes memory as it is freed, and rte_zmalloc counts on
+ * that: nothing may write to an object once it is freed. The SRQ's mutex
+ * and condition were destroyed after its memory went (glibc marks a
+ * destroyed mutex), and the next CQ allocated there came back with a
+ * stray completion channel pointer: its ibv_destroy_cq hung. For the SRQ,
+ * the CQ and the QP: the block the object was, allocated again at once
+ * (the heap hands back the block just freed), is all zero.
+ */
+static int
+freed_clean(void *obj, int (*destroy)(void *), void *arg)
+{
+	size_t size = 0, i;
+	uint8_t *p;
+	int clean;
+
+	CHECK(rte_malloc_validate(obj, &size) == 0 && size != 0,
+	      "object not on the DPDK heap");
+	CHECK(destroy(arg) == 0, "destroy");
+	p = rte_malloc(NULL, size, RTE_CACHE_LINE_SIZE);
+	CHECK(p == obj, "the heap did not hand the freed block back "
+	      "(%p, object was %p)", (void *)p, obj);
+	for (i = 0; i < size && p[i] == 0; i++)
+		;
+	clean = i == size;
+	if (!clean)
+		fprintf(stderr, "# byte %zu of %zu is 0x%02x after destroy\n",
+			i, size, p[i]);
+	rte_free(p);
+	return clean;
+}
+
+static int destroy_srq(void *o) { return ibv_destroy_srq(o); }
+static int destroy_cq(void *o) { return ibv_destroy_cq(o); }
+static int destroy_qp(void *o) { return ibv_destroy_qp(o); }
+
+void
+destroy_leaves_heap_clean(void)
+{
+	struct ibv_srq_init_attr si = { .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &si);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	struct ibv_cq *cq2;
+	struct ibv_qp *qp;
+
+	CHECK(srq != NULL && cq != NULL, "create");
+	CHECK(freed_clean(srq, destroy_srq, srq), "SRQ: freed memory written");
+	qp = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	CHECK(freed_clean(qp, destroy_qp, qp), "QP: freed memory written");
+	cq2 = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	CHECK(cq2 != NULL, "create_cq");
+	CHECK(freed_clean(cq2, destroy_cq, cq2), "CQ: freed memory written");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
 }

@@ -317,11 +317,20 @@ hca_destroy_srq(struct ibv_srq *ibsrq)
 	ib_engine_quiesce(srq->dev);
 	ib_events_forget(srq->async, ibsrq, &ibsrq->mutex, &ibsrq->cond,
 			 &ibsrq->events_completed, &srq->events_reported);
-	err = ib_srq_destroy(srq);
-	if (err)
-		return err;
+	/* Before the SRQ's memory goes: destroying them writes to them
+	 * (glibc marks a destroyed mutex), and a write into freed rte_malloc
+	 * memory breaks the heap's rule that freed memory is zero - a later
+	 * rte_zmalloc (a CQ) then came back with a stray channel pointer.
+	 */
 	pthread_mutex_destroy(&ibsrq->mutex);
 	pthread_cond_destroy(&ibsrq->cond);
+	err = ib_srq_destroy(srq);
+	if (err) {
+		/* A QP took it meanwhile: it stays, usable. */
+		pthread_mutex_init(&ibsrq->mutex, NULL);
+		pthread_cond_init(&ibsrq->cond, NULL);
+		return err;
+	}
 	ref_put(&pd->refcnt);
 	return 0;
 }
