@@ -62,8 +62,10 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	qp->comp.wqe_idx++;
 	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
 	ib_req_follow(qp, st->last_psn);
-	if (report)
-		ib_cq_push(qp->scq, &wc, 0);
+	if (report && ib_cq_push(qp->scq, &wc, 0) == 0 &&
+	    qp->ibv.qp_type == IBV_QPT_UC && ib_engine_inline)
+		__atomic_store_n(&qp->scq->uc_sent, qp->scq->q.prod,
+				 __ATOMIC_RELAXED);	/* ib_cq_linger */
 	qp->comp.read_off = 0;
 	qp->comp.read_gap = 0;
 	qp->comp.cur.idx = qp->comp.cur.off = 0;

@@ -88,7 +88,9 @@
 	X(PORT_TX_ERRORS,	"port_tx_errors") \
 	X(CYCLES_RECEIVE,	"engine_cycles_receive") \
 	X(CYCLES_SEND,		"engine_cycles_send") \
-	X(LOOP_MOVES,		"engine_loop_cpu_moves")
+	X(LOOP_MOVES,		"engine_loop_cpu_moves") \
+	X(POLL_LINGER_ANSWERED,	"poll_linger_answered") \
+	X(POLL_LINGER_MISSED,	"poll_linger_missed")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

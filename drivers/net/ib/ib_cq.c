@@ -53,6 +53,69 @@ ib_cq_destroy(struct ib_cq *cq)
 	return 0;
 }
 
+/*
+ * Inline mode: a UC QP's send completes as its packet leaves, so a poll
+ * returns it at once. A program that then waits outside verbs for its
+ * peer's answer (ib_write_lat -c UC spins on its buffer) has no call left
+ * that would take the answer in, and its engine's loop, on two CPUs that
+ * both programs keep busy, got a CPU only 20-50 us later (perf sched).
+ * RC has no such gap: the poll waits for the ACK, which its peer holds
+ * back behind the answer (ib_engine.c's tx_settle). So a poll that
+ * returns a UC send completion (the last one it returns) stays a while,
+ * running passes, when the QPs that complete here answered before:
+ * until a UC request arrives for them, or 2 gaps + 2 us pass, the gap
+ * being how long the last answer took (at most IB_LINGER_MAX_US). A peer
+ * that does not answer in time unlearns it: one wait, then none until
+ * an answer is seen again in time. A one-way UC stream's requester takes
+ * nothing in and never waits.
+ */
+static void
+cq_linger(struct ib_cq *cq, uint32_t pos)
+{
+	uint64_t us = rte_get_tsc_hz() / 1000000, now = rte_rdtsc();
+	uint64_t rx_tsc, end, took, gap;
+	uint32_t rx;
+
+	if (__atomic_load_n(&cq->uc_sent, __ATOMIC_RELAXED) != pos)
+		return;
+	rx = __atomic_load_n(&cq->uc_rx, __ATOMIC_ACQUIRE);
+	rx_tsc = __atomic_load_n(&cq->uc_rx_tsc, __ATOMIC_RELAXED);
+	if (cq->linger_gap == 0 && cq->linger_sent != 0 &&
+	    rx != cq->linger_mark && rx_tsc > cq->linger_sent &&
+	    rx_tsc - cq->linger_sent < IB_LINGER_LEARN_US * us)
+		cq->linger_gap = RTE_MIN(rx_tsc - cq->linger_sent,
+					 IB_LINGER_MAX_US * us);
+	cq->linger_sent = now;
+	cq->linger_mark = rx;
+	gap = cq->linger_gap;
+	if (gap == 0)
+		return;
+	end = now + 4 * gap + 10 * us;
+	do {
+		ib_engine_progress_cq(cq);
+		if (__atomic_load_n(&cq->uc_rx, __ATOMIC_ACQUIRE) != rx) {
+			/* The gap follows the slowest recent answer. */
+			took = rte_rdtsc() - now;
+			cq->linger_gap = RTE_MIN(RTE_MAX(gap - gap / 8, took),
+						 IB_LINGER_MAX_US * us);
+			cq->linger_missed = 0;
+			__atomic_fetch_add(&ib_sh(cq->dev)->cnt[
+				IB_CNT_POLL_LINGER_ANSWERED], 1,
+				__ATOMIC_RELAXED);
+			return;
+		}
+	} while (rte_rdtsc() < end);
+	__atomic_fetch_add(&ib_sh(cq->dev)->cnt[IB_CNT_POLL_LINGER_MISSED], 1,
+			   __ATOMIC_RELAXED);
+	/* No answer in time: longer waits, then none. */
+	if (++cq->linger_missed < IB_LINGER_MISSES) {
+		cq->linger_gap = RTE_MIN(2 * gap, IB_LINGER_MAX_US * us);
+	} else {
+		cq->linger_gap = 0;
+		cq->linger_missed = 0;
+	}
+}
+
 int
 ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 {
@@ -87,6 +150,8 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	if (pos != cq->q.cons)
 		ib_queue_consume(&cq->q, pos);
 	ib_unlock(&cq->poll_lock);
+	if (ib_engine_inline && got != 0)
+		cq_linger(cq, pos);
 	return got;
 }
 

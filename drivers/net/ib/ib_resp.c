@@ -724,6 +724,16 @@ ib_resp_rx(struct ib_qp *qp, struct ib_pkt *p)
 	if (uc) {
 		if (uc_drop(qp, p))
 			return;
+		/* The end of a WRITE, which no receive completion reports:
+		 * what a poll of the send CQ waits for (ib_cq.c, cq_linger).
+		 */
+		if (ib_engine_inline && (p->opcode == IB_UC_WRITE_LAST ||
+					 p->opcode == IB_UC_WRITE_ONLY)) {
+			__atomic_store_n(&qp->scq->uc_rx_tsc, ib_qp_now(qp),
+					 __ATOMIC_RELAXED);
+			__atomic_store_n(&qp->scq->uc_rx, qp->scq->uc_rx + 1,
+					 __ATOMIC_RELEASE);
+		}
 		qp->resp.epsn = p->psn;	/* the checks below expect it */
 	}
 

@@ -138,6 +138,13 @@ struct ib_cq {
 	 */
 	uint64_t *ts;
 	uint64_t last_ts;		/* engine: keeps ts monotonic */
+	/* Inline mode, ib_cq_linger: the producer index just past the last
+	 * UC send completion; UC requests the QPs completing here took in,
+	 * and the TSC of the last one.
+	 */
+	uint32_t uc_sent;
+	uint32_t uc_rx;
+	uint64_t uc_rx_tsc;
 	/* QPs of more than one engine complete here: producers take
 	 * prod_lock (set by the control path before such a QP can run).
 	 */
@@ -151,6 +158,12 @@ struct ib_cq {
 	uint32_t refcnt;		/* QPs using it */
 	uint32_t comp_events_reported;	/* handed out by ibv_get_cq_event */
 	uint32_t async_events_reported;
+	/* ib_cq_linger, under poll_lock: how long a UC QP's peer took to
+	 * answer (TSC; 0: not known), and where the last wait began.
+	 */
+	uint64_t linger_gap, linger_sent;
+	uint32_t linger_mark;
+	uint32_t linger_missed;		/* waits in a row with no answer */
 	/* Extended polling (lib/verbs/cq_ex.c), under poll_lock. */
 	uint32_t ex_pos;		/* current entry, consumed at end_poll */
 	const struct ibv_wc *ex_cur;
