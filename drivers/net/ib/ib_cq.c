@@ -58,16 +58,17 @@ ib_cq_destroy(struct ib_cq *cq)
  * returns it at once. A program that then waits outside verbs for its
  * peer's answer (ib_write_lat -c UC spins on its buffer) has no call left
  * that would take the answer in, and its engine's loop, on two CPUs that
- * both programs keep busy, got a CPU only 20-50 us later (perf sched).
- * RC has no such gap: the poll waits for the ACK, which its peer holds
- * back behind the answer (ib_engine.c's tx_settle). So a poll that
- * returns a UC send completion (the last one it returns) stays a while,
- * running passes, when the QPs that complete here answered before:
- * until a UC request arrives for them, or 2 gaps + 2 us pass, the gap
- * being how long the last answer took (at most IB_LINGER_MAX_US). A peer
- * that does not answer in time unlearns it: one wait, then none until
- * an answer is seen again in time. A one-way UC stream's requester takes
- * nothing in and never waits.
+ * both programs keep busy, got a CPU 20-150 us later (perf sched; typical
+ * half round trips of 50 us over veth, 143 over memif). RC has no such
+ * gap: the poll waits for the ACK, which its peer holds back behind the
+ * answer (ib_engine.c's tx_settle). So a poll whose last completion is a
+ * UC send stays, running passes, while the QPs completing here are known
+ * to answer: until the end of a UC WRITE arrives for one of them (a
+ * SEND's answer has a receive completion to poll for), or 4 gaps + 10 us
+ * pass. The gap is the slowest recent answer, learnt from one that came
+ * within IB_LINGER_LEARN_US of the poll, at most IB_LINGER_MAX_US; a miss
+ * doubles it, IB_LINGER_MISSES in a row unlearn it. A one-way UC stream's
+ * requester takes nothing in and never waits.
  */
 static void
 cq_linger(struct ib_cq *cq, uint32_t pos)
