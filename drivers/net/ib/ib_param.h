@@ -70,6 +70,7 @@
 					 * for an answer 2x this at most */
 #define IB_LINGER_LEARN_US	200	/* ... if answers came this soon */
 #define IB_LINGER_MISSES	4	/* ... until this many in a row did not */
+#define IB_LINGER_WAIT_US	200	/* the longest wait */
 
 /* Neighbours (ib_neigh.c) */
 #define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
