@@ -51,6 +51,7 @@ main(void)
 	RUN(async_comm_est);
 	RUN(srq_shared_and_limit);
 	RUN(destroy_leaves_heap_clean);
+	RUN(destroy_mid_stream_leaves_heap_clean);
 	RUN(ud_semantics);
 	RUN(uc_semantics);
 	RUN(sqd_drains_and_resumes);

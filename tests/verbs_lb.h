@@ -182,6 +182,7 @@ void reset_purges_only_its_cqes(void);
 void resize_cq_keeps_entries(void);
 void srq_shared_and_limit(void);
 void destroy_leaves_heap_clean(void);
+void destroy_mid_stream_leaves_heap_clean(void);
 struct ibv_ah *self_ah(void);
 void ud_semantics(void);
 void uc_semantics(void);
