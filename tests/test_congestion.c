@@ -277,9 +277,10 @@ expect_dcqcn(const char *what)
 		return;
 	/* Nothing else is lost here: every mark reached its NP - once the
 	 * frames still on their way have landed: the streams are complete,
-	 * but an ACK marked at the bottleneck's departure may still be
-	 * between it and its requester (CI once read 21971 marked against
-	 * one fewer received, and equal again in the message).
+	 * but a frame marked at the bottleneck's departure (a late ACK, a
+	 * resend) may still be between it and its receiver (CI once read
+	 * 21971 marked against fewer received, and equal again in the
+	 * message).
 	 */
 	settle("ecn_marked_received", "fault_bottleneck_ecn_marked");
 	CHECK(counter_sum("ecn_marked_received") ==
