@@ -65,12 +65,13 @@ ib_cq_destroy(struct ib_cq *cq)
  * UC send stays, running passes, while the QPs completing here are known
  * to answer: until the end of a UC WRITE arrives for one of them (a
  * SEND's answer has a receive completion to poll for), or 8 gaps + 30 us
- * pass (at most IB_LINGER_WAIT_US: a peer's answer is late when its
- * program or loop was preempted; with 4 gaps + 10 us a wait missed 3 %
- * of the answers, with 8 + 30 0.2-0.9 %). The gap is the slowest recent answer, learnt from one that came
- * within IB_LINGER_LEARN_US of the poll, at most IB_LINGER_MAX_US; a miss
- * doubles it, IB_LINGER_MISSES in a row unlearn it. A one-way UC stream's
- * requester takes nothing in and never waits.
+ * pass, at most IB_LINGER_WAIT_US: a peer's answer is late when its
+ * program or loop was preempted (with 4 gaps + 10 us a wait missed 3 %
+ * of the answers, with 8 + 30 0.05-1 %). The gap is the slowest recent
+ * answer, learnt from one that came within IB_LINGER_LEARN_US of the
+ * poll, at most IB_LINGER_MAX_US; a miss doubles it, IB_LINGER_MISSES in
+ * a row unlearn it. A one-way UC stream's requester takes nothing in and
+ * never waits.
  */
 static void
 cq_linger(struct ib_cq *cq, uint32_t pos)

@@ -66,11 +66,12 @@
 #define IB_TAKEOVER_US		20	/* inline: no call drove it for this */
 #define IB_TAKEOVER_SPIN_US	5	/* ... and the loop's spin, short: it
 					 * shares the CPUs with the program */
-#define IB_LINGER_MAX_US	50	/* a poll returning a UC send waits
-					 * for an answer 2x this at most */
-#define IB_LINGER_LEARN_US	200	/* ... if answers came this soon */
+#define IB_LINGER_MAX_US	50	/* a poll returning a UC send waits for
+					 * the answer (ib_cq.c): the longest
+					 * gap its wait is sized by */
+#define IB_LINGER_LEARN_US	200	/* ... learnt if answers came this soon */
 #define IB_LINGER_MISSES	4	/* ... until this many in a row did not */
-#define IB_LINGER_WAIT_US	200	/* the longest wait */
+#define IB_LINGER_WAIT_US	200	/* ... and the longest wait */
 
 /* Neighbours (ib_neigh.c) */
 #define IB_NEIGH_SLOTS		1024	/* hash table slots, a power of two */
