@@ -91,22 +91,30 @@ srq_shared_and_limit(void)
  * object the heap holds (SRQ, QP, CQ, PD, MR, MW, AH): once destroyed, the
  * memory it was is all zero, as the heap left it.
  */
+/* Is the memory a destroyed object was (@size bytes at @p) still zero? */
+static int
+still_zero(const void *obj, size_t size)
+{
+	const volatile uint8_t *p = obj;
+	size_t i;
+
+	for (i = 0; i < size && p[i] == 0; i++)
+		;
+	if (i < size)
+		fprintf(stderr, "# byte %zu of %zu is 0x%02x\n", i, size, p[i]);
+	return i == size;
+}
+
 static int
 freed_clean(void *obj, int (*destroy)(void *), void *arg)
 {
-	const volatile uint8_t *p = obj;
-	size_t size = 0, i;
+	size_t size = 0;
 
 	CHECK(rte_malloc_validate(obj, &size) == 0 && size != 0,
 	      "object not on the DPDK heap");
 	CHECK(destroy(arg) == 0, "destroy");
 	/* Still heap memory, mapped: read as the allocator left it. */
-	for (i = 0; i < size && p[i] == 0; i++)
-		;
-	if (i < size)
-		fprintf(stderr, "# byte %zu of %zu is 0x%02x after destroy\n",
-			i, size, p[i]);
-	return i == size;
+	return still_zero(obj, size);
 }
 
 static int destroy_srq(void *o) { return ibv_destroy_srq(o); }
@@ -148,20 +156,6 @@ destroy_leaves_heap_clean(void)
 		      "MW: freed memory written");
 		CHECK(freed_clean(a2, destroy_ah, a2), "AH: freed memory written");
 	}
-}
-
-/* Is the memory a destroyed object was (@size bytes at @p) still zero? */
-static int
-still_zero(const void *obj, size_t size)
-{
-	const volatile uint8_t *p = obj;
-	size_t i;
-
-	for (i = 0; i < size && p[i] == 0; i++)
-		;
-	if (i < size)
-		fprintf(stderr, "# byte %zu of %zu is 0x%02x\n", i, size, p[i]);
-	return i == size;
 }
 
 /*
