@@ -76,12 +76,13 @@ ib_cq_destroy(struct ib_cq *cq)
 static void
 cq_linger(struct ib_cq *cq, uint32_t pos)
 {
-	uint64_t us = rte_get_tsc_hz() / 1000000, now = rte_rdtsc();
-	uint64_t rx_tsc, end, took, gap;
+	uint64_t us, now, rx_tsc, end, took, gap;
 	uint32_t rx;
 
 	if (__atomic_load_n(&cq->uc_sent, __ATOMIC_RELAXED) != pos)
-		return;
+		return;	/* every poll comes here: nothing more before this */
+	us = rte_get_tsc_hz() / 1000000;
+	now = rte_rdtsc();
 	rx = __atomic_load_n(&cq->uc_rx, __ATOMIC_ACQUIRE);
 	rx_tsc = __atomic_load_n(&cq->uc_rx_tsc, __ATOMIC_RELAXED);
 	if (cq->linger_gap == 0 && cq->linger_sent != 0 &&
