@@ -1045,6 +1045,62 @@ atomic_write_run(void)
 	      acks, N);
 }
 
+/*
+ * Unsignaled ATOMIC WRITEs and READs, more than max_rd_atomic (16) of them
+ * in each of three batches, only the last WR of a batch signaled: each
+ * one's READ/atomic credit comes back when the completer retires it,
+ * reported or not (a credit kept stalls the requester for good), and every
+ * one lands.
+ */
+static void
+atomic_write_unsignaled(void)
+{
+	enum { N = 48, ROUNDS = 3 };
+	struct ibv_sge sge[N];
+	struct ibv_send_wr wr[N], *bad;
+	uint64_t *src = (uint64_t *)at(SRC), *dst = (uint64_t *)at(DST);
+	int i, r;
+
+	for (r = 0; r < ROUNDS; r++) {
+		memset(wr, 0, sizeof(wr));
+		for (i = 0; i < N; i++) {
+			int read = i % 8 == 7;
+
+			src[i] = read ? 0 : 0xb000 + 0x100 * r + i;
+			dst[i] = read ? 0xc000 + 0x100 * r + i : 0;
+			sge[i] = (struct ibv_sge){ .addr = va(SRC + 8 * i),
+						   .length = 8,
+						   .lkey = p.mr->lkey };
+			wr[i].wr_id = 100 * r + i;
+			wr[i].sg_list = &sge[i];
+			wr[i].num_sge = 1;
+			wr[i].opcode = read ? IBV_WR_RDMA_READ :
+					      IBV_WR_ATOMIC_WRITE;
+			wr[i].send_flags = i == N - 1 ? IBV_SEND_SIGNALED : 0;
+			wr[i].wr.rdma.remote_addr = va(DST + 8 * i);
+			wr[i].wr.rdma.rkey = p.mr->rkey;
+			wr[i].next = i + 1 < N ? &wr[i + 1] : NULL;
+		}
+		CHECK(ibv_post_send(p.qp[0], wr, &bad) == 0, "post %d", N);
+		{
+			struct ibv_wc wc = next_wc(p.cq[0]);
+
+			CHECK(wc.status == IBV_WC_SUCCESS &&
+			      wc.wr_id == (uint64_t)(100 * r + N - 1),
+			      "round %d: WC %" PRIu64 " %s", r, wc.wr_id,
+			      ibv_wc_status_str(wc.status));
+		}
+		for (i = 0; i < N; i++) {
+			uint64_t want = i % 8 == 7 ? 0xc000 + 0x100 * r + i :
+					0xb000 + 0x100 * r + i;
+			uint64_t got = i % 8 == 7 ? src[i] : dst[i];
+
+			CHECK(got == want, "round %d WR %d: %#" PRIx64, r, i,
+			      got);
+		}
+	}
+}
+
 /* The same operations through ibv_wr_* on extended QPs and CQs. */
 static void
 wr_api(void)
@@ -1210,6 +1266,7 @@ main(void)
 	RUN(atomic_write_classic);
 	RUN(atomic_write_pipeline);
 	RUN(atomic_write_run);
+	RUN(atomic_write_unsignaled);
 	RUN(data_in_order);
 	RUN(reg_mr_access_rules);
 	RUN(wr_api);
