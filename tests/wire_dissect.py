@@ -376,24 +376,38 @@ class Analysis:
     # RC headers name the destination QP only, so which request stream a
     # response stream answers is learnt: the one request stream that had
     # sent every PSN the response stream carried (the candidates start over
-    # when none is left: a QPN used again).
+    # when none is left: a QPN used again). On the loopback port every
+    # stream shares the addresses, and two streams may both have sent
+    # every such PSN (a long one through a PSN wrap, beside a short one
+    # started near it): then the one that sent each response's PSN last
+    # before it, over most responses, is the one answered.
     def link(self):
-        sent = collections.defaultdict(set)
+        sent = collections.defaultdict(dict)
         cand = {}
+        votes = collections.defaultdict(collections.Counter)
         for f in self.frames:
             info = f["opcode"] is not None and opinfo(f["opcode"])
             if not info or info[0] != "RC":
                 continue
             if info[2] == "req":
-                sent[self.stream(f, "RC")].update(
-                    psn_add(f["psn"], i) for i in range(self.psns(f)))
+                s = sent[self.stream(f, "RC")]
+                for i in range(self.psns(f)):
+                    s[psn_add(f["psn"], i)] = f["no"]
                 continue
             r = (f["ip_src"], f["sport"], f["ip_dst"], f["dqp"])
             here = {k for k, s in sent.items() if k[1] == f["ip_dst"] and
                     k[3] == f["ip_src"] and f["psn"] in s}
             cand[r] = (cand.get(r, here) & here) or here
-        self.peer = {r: next(iter(c)) for r, c in cand.items()
-                     if len(c) == 1}
+            if here:
+                votes[r][max(here, key=lambda k: sent[k][f["psn"]])] += 1
+        self.peer = {}
+        for r, c in cand.items():
+            if len(c) == 1:
+                self.peer[r] = next(iter(c))
+                continue
+            ranked = [k for k, _ in votes[r].most_common() if k in c]
+            if ranked:
+                self.peer[r] = ranked[0]
 
     # What answered each RC request, connection by connection: ATOMIC
     # WRITE, SEND with Invalidate and access through invalidated keys, the
