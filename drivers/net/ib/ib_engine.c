@@ -148,6 +148,7 @@ run_unlock(struct ib_engine *e)
 }
 
 __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
+__thread uint64_t ib_lcore_seen __attribute__((tls_model("initial-exec")));
 
 /* Inline: the CQ whose poll drives this thread's pass (NULL otherwise). */
 static __thread struct ib_cq *poll_cq __attribute__((tls_model("initial-exec")));

@@ -626,6 +626,26 @@ struct ib_dev {
  */
 extern __thread uint32_t ib_self __attribute__((tls_model("initial-exec")));
 
+/*
+ * rte_lcore_id() read once per thread: EAL's variable lives in another
+ * shared object, whose thread-local storage this one reaches through
+ * __tls_get_addr (1.5 % of the engine's cycles, on every mbuf allocated
+ * and freed). A thread's lcore does not change: dpib registers none.
+ */
+extern __thread uint64_t ib_lcore_seen __attribute__((tls_model("initial-exec")));
+
+static inline unsigned int
+ib_lcore_id(void)
+{
+	uint64_t v = ib_lcore_seen;
+
+	if (unlikely(v == 0)) {
+		v = (uint64_t)rte_lcore_id() + 1;
+		ib_lcore_seen = v;
+	}
+	return (unsigned int)(v - 1);
+}
+
 /* This thread's shard of @dev: what it transmits on, what it counts in. */
 /*
  * A spinlock's release on the data path: a store with release order, as
@@ -787,7 +807,7 @@ static inline struct rte_mempool_cache *
 ib_mcache(struct ib_dev *dev)
 {
 	struct rte_mempool_cache *c =
-		rte_mempool_default_cache(dev->pool, rte_lcore_id());
+		rte_mempool_default_cache(dev->pool, ib_lcore_id());
 
 	return likely(c != NULL) ? c : ib_sh(dev)->mc;
 }
@@ -818,7 +838,7 @@ ib_mbuf_free(struct ib_dev *dev, struct rte_mbuf *m)
 			rte_mempool_generic_put(m->pool, (void **)&m, 1,
 				m->pool == dev->pool ? ib_mcache(dev) :
 				rte_mempool_default_cache(m->pool,
-							  rte_lcore_id()));
+							  ib_lcore_id()));
 		m = next;
 	}
 }
