@@ -1411,8 +1411,9 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
  * (the last one queued at most ENG_POST_SMALL bytes) go in bursts of
  * ENG_POST_FLUSH_SMALL: memif, -s 64 -q 64 6.01 -> 6.27, -q 1 6.48 -> 6.59
  * M msg/s (medians of 4 interleaved runs), -c UC 6.55 -> 6.87; 24 of
- * every size cost -s 65536 6 %, 32 small ones cost -q 1 6 %. A program that posts such a
- * stream and then waits outside verbs without arming a CQ has its last
+ * every size cost -s 65536 6 %, 32 small ones cost -q 1 6 %. A program
+ * that posts such a stream and then waits outside verbs without arming a
+ * CQ has its last
  * frames sent when the loop takes over: while posts defer, the loop's
  * naps last at most ENG_DEFER_STREAM_US (engine_main), not the
  * ENG_DEFER_MAX_US it may reach while calls keep driving. (Naps of about
