@@ -59,7 +59,7 @@
 #define ENG_RX_BUDGET	(32 * IB_RX_BURST)	/* frames a pass takes in */
 #define ENG_STREAK	8	/* inline: looks that found calls driving */
 #define ENG_TIME_EVERY	8	/* passes per timed one, a power of 2 */
-#define ENG_POST_FULL	128	/* inline posts per full pass, a power of 2 */
+#define ENG_POST_FULL	64	/* inline posts per full pass, a power of 2 */
 #define ENG_POST_FLUSH	16	/* inline: queued frames a post flushes */
 #define ENG_POST_FLUSH_SMALL 24	/* ... when the last is small: */
 #define ENG_POST_SMALL	512	/* at most this many bytes */
@@ -1406,9 +1406,7 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
  * memif, perftest ib_write_bw -s 64 -q 1, 2.0 to 5.0 M msg/s and 0.61 to
  * 0.07 ACKs per message. Full passes every 64 posts rather than 16 (a
  * program that polls has its ACKs taken in by its polls anyway): -q 64
- * 4.6 -> 5.35, -q 1 5.3 -> 5.6 M msg/s (interleaved runs); every 128
- * rather than 64: -q 64 5.76 -> 6.05 (medians of 3), -q 1, -s 65536,
- * -c UC, ib_read_bw and veth as before; flushing at 32
+ * 4.6 -> 5.35, -q 1 5.3 -> 5.6 M msg/s (interleaved runs); flushing at 32
  * frames instead of 16 lost -q 1 a third of its rate. Small frames
  * (the last one queued at most ENG_POST_SMALL bytes) go in bursts of
  * ENG_POST_FLUSH_SMALL: memif, -s 64 -q 64 6.01 -> 6.27, -q 1 6.48 -> 6.59
