@@ -1413,12 +1413,11 @@ ib_inject(struct ib_dev *dev, const void *frame, uint32_t len)
  * M msg/s (medians of 4 interleaved runs), -c UC 6.55 -> 6.87; 24 of
  * every size cost -s 65536 6 %, 32 small ones cost -q 1 6 %. A program
  * that posts such a stream and then waits outside verbs without arming a
- * CQ has its last
- * frames sent when the loop takes over: while posts defer, the loop's
- * naps last at most ENG_DEFER_STREAM_US (engine_main), not the
- * ENG_DEFER_MAX_US it may reach while calls keep driving. (Naps of about
- * takeover_us instead cost the memif stream half its rate: the loop then
- * wakes on a CPU the two programs need.)
+ * CQ has its last frames sent when the loop takes over: while posts
+ * defer, the loop's naps last at most ENG_DEFER_STREAM_US (engine_main),
+ * not the ENG_DEFER_MAX_US it may reach while calls keep driving. (Naps of
+ * about takeover_us instead cost the memif stream half its rate: the loop
+ * then wakes on a CPU the two programs need.)
  */
 static unsigned int
 post_pass(struct ib_shard *sh, struct ib_qp *qp)
@@ -1479,7 +1478,8 @@ drive(struct ib_engine *e, struct ib_qp *post, int ring)
 	 * The time of the call, for the loop (app_tsc): a post reads the
 	 * TSC one time in ENG_POST_CLOCK and otherwise reuses this thread's
 	 * last reading (the TSC cost a stream 5 % of the client's CPU:
-	 * ib_write_bw -s 64 over memif, 5.9 -> 6.2 M msg/s). The loop then
+	 * ib_write_bw -s 64 over memif, medians of 4 interleaved runs, 5.65
+	 * -> 6.07 M msg/s). The loop then
 	 * sees a stream's posts at most ENG_POST_CLOCK - 1 posts late, and
 	 * a program that posts now and then (when the loop is needed) may
 	 * look idler than it is to it; every other call reads the TSC.
