@@ -79,15 +79,25 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 /*
  * C10-91: the failing WQE completes with @status, the rest flush; an RC QP
  * goes to Error, UC and UD only their send queue to SQE (IBA 10.3.1.6).
+ * The new state is visible before the completion: a program that polls
+ * the error and then queries the QP (ibv_query_qp) must find it, as it
+ * does on rxe and mlx5, not the state before (test_mw saw RTS now and
+ * then with an inline loop completing the bind).
  */
 static void
 comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 {
-	comp_wqe(qp, status);
-	if (qp->ibv.qp_type == IBV_QPT_RC)
-		ib_qp_to_error(qp);
-	else
+	int was;
+
+	if (qp->ibv.qp_type == IBV_QPT_RC) {
+		was = ib_qp_mark_error(qp);
+		comp_wqe(qp, status);
+		ib_qp_flush_error(qp, was);
+	} else {
+		ib_qp_mark_sqe(qp);
+		comp_wqe(qp, status);
 		ib_qp_to_sqe(qp);
+	}
 }
 
 /*

@@ -182,7 +182,10 @@ int ib_qp_destroy(struct ib_qp *qp);
 int ib_qp_unpublish(struct ib_qp *qp);
 void ib_qp_free(struct ib_qp *qp);
 void ib_qp_to_error(struct ib_qp *qp);
+int ib_qp_mark_error(struct ib_qp *qp);
+void ib_qp_flush_error(struct ib_qp *qp, int was);
 void ib_qp_to_sqe(struct ib_qp *qp);
+void ib_qp_mark_sqe(struct ib_qp *qp);
 void ib_qp_flush(struct ib_qp *qp);
 
 /* ib_post.c */

@@ -359,23 +359,48 @@ qp_flush_sq(struct ib_qp *qp)
 	ib_queue_consume(&qp->sq, prod);
 }
 
+/* As ib_qp_mark_error / ib_qp_flush_error, for the send queue only. */
+void
+ib_qp_mark_sqe(struct ib_qp *qp)
+{
+	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_SQE, __ATOMIC_RELEASE);
+}
+
 void
 ib_qp_to_sqe(struct ib_qp *qp)
 {
-	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_SQE, __ATOMIC_RELEASE);
+	ib_qp_mark_sqe(qp);
 	qp_flush_sq(qp);
+}
+
+/*
+ * Error, in two steps for a completion error (ib_comp.c): the state, which
+ * ibv_query_qp reads, before the failing WQE's completion, as hardware
+ * does it (a program that polls the error and then queries the QP finds
+ * it in Error), then the flush after it. @was: the state before.
+ */
+int
+ib_qp_mark_error(struct ib_qp *qp)
+{
+	int was = qp->attr.qp_state;
+
+	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_ERR, __ATOMIC_RELEASE);
+	return was;
+}
+
+void
+ib_qp_flush_error(struct ib_qp *qp, int was)
+{
+	ib_qp_flush(qp);
+	/* C11-5.2.2: an SRQ-attached QP reports its last WQE. */
+	if (qp->srq != NULL && was != IBV_QPS_ERR)
+		ib_async_event(qp->async, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
 }
 
 void
 ib_qp_to_error(struct ib_qp *qp)
 {
-	int was = qp->attr.qp_state;
-
-	__atomic_store_n(&qp->attr.qp_state, IBV_QPS_ERR, __ATOMIC_RELEASE);
-	ib_qp_flush(qp);
-	/* C11-5.2.2: an SRQ-attached QP reports its last WQE. */
-	if (qp->srq != NULL && was != IBV_QPS_ERR)
-		ib_async_event(qp->async, IBV_EVENT_QP_LAST_WQE_REACHED, qp);
+	ib_qp_flush_error(qp, ib_qp_mark_error(qp));
 }
 
 /* Reset (IBA 10.3.1.1): WRs are dropped without completions. */
