@@ -140,11 +140,11 @@ ib_cq_poll(struct ibv_cq *ibcq, int n, struct ibv_wc *wc)
 	    (n == 0 || __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE) -
 	     __atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) < (uint32_t)n))
 		ib_engine_progress_cq(cq);
-	/* Empty: no lock. cons only grows and never passes prod, so a
-	 * stale cons equal to prod means the queue is empty now.
+	/* Empty: no lock. cons only grows, so the slot at a stale cons
+	 * without its mark means the queue is empty now.
 	 */
-	if (__atomic_load_n(&cq->q.cons, __ATOMIC_RELAXED) ==
-	    __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE))
+	if (!ib_cqe_ready(&cq->q, __atomic_load_n(&cq->q.cons,
+						 __ATOMIC_RELAXED)))
 		return 0;
 	rte_spinlock_lock(&cq->poll_lock);
 	pos = cq->q.cons;
@@ -192,11 +192,16 @@ cq_stamp(struct ib_cq *cq)
 	return now;
 }
 
+_Static_assert(offsetof(struct ibv_wc, dlid_path_bits) + 1 == IB_CQE_MARK_OFF &&
+	       sizeof(struct ibv_wc) == IB_CQE_MARK_OFF + 2,
+	       "the CQE mark lives in struct ibv_wc's tail padding");
+
 /* Engine only. A full CQ is an overrun (IBA 11.4.2.1): the entry is lost. */
 static int
 cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 {
 	uint32_t prod = cq->q.prod;
+	struct ibv_wc *slot;
 
 	if (unlikely(ib_queue_room(&cq->q) == 0)) {
 		ib_count(cq->dev, IB_CNT_CQ_OVERRUN);
@@ -204,9 +209,13 @@ cq_push(struct ib_cq *cq, const struct ibv_wc *wc, int solicited)
 			ib_async_event(cq->async, IBV_EVENT_CQ_ERR, cq);
 		return -ENOSPC;
 	}
-	*(struct ibv_wc *)ib_queue_slot(&cq->q, prod) = *wc;
+	slot = ib_queue_slot(&cq->q, prod);
+	memcpy(slot, wc, IB_CQE_BODY);
 	if (cq->ts != NULL)
 		cq->ts[prod & cq->q.mask] = cq_stamp(cq);
+	/* The mark last: a poll that sees it sees the entry and stamp. */
+	__atomic_store_n(ib_cqe_mark_at(slot), ib_cqe_mark(&cq->q, prod),
+			 __ATOMIC_RELEASE);
 	ib_queue_publish(&cq->q, prod + 1);
 	/*
 	 * A waiter arms, then polls; we publish, then look at the arm. Each
@@ -352,9 +361,10 @@ cq_resize_apply(void *arg)
 	}
 	for (i = 0; i < n; i++) {
 		uint32_t from = cq->q.cons + i;
+		struct ibv_wc *to = ib_queue_slot(&r->q, i);
 
-		*(struct ibv_wc *)ib_queue_slot(&r->q, i) =
-			*(struct ibv_wc *)ib_queue_slot(&cq->q, from);
+		memcpy(to, ib_queue_slot(&cq->q, from), IB_CQE_BODY);
+		*ib_cqe_mark_at(to) = ib_cqe_mark(&r->q, i);
 		if (r->ts != NULL)
 			r->ts[i] = cq->ts[from & cq->q.mask];
 	}

@@ -698,6 +698,42 @@ static inline struct ib_mw *to_mw(struct ibv_mw *m)
 #define IB_CQE_PURGED	0xffffffffu
 
 /*
+ * A CQ slot says itself whether it holds the entry of ring position @pos:
+ * the engine writes the entry, then a mark into the two bytes of padding
+ * that end struct ibv_wc, 1 on even laps of the ring and 2 on odd ones (a
+ * zeroed ring holds none). A poll then reads the slot alone, not the
+ * producer index first: one cache line from the engine's CPU per poll
+ * that finds work rather than two, one after the other (what hardware CQs
+ * do with their owner bit).
+ */
+#define IB_CQE_MARK_OFF	46
+#define IB_CQE_BODY	IB_CQE_MARK_OFF	/* the bytes before the mark */
+
+static inline uint16_t
+ib_cqe_mark(const struct ib_queue *q, uint32_t pos)
+{
+	return (pos & q->size) ? 2 : 1;
+}
+
+static inline uint16_t *
+ib_cqe_mark_at(const struct ibv_wc *e)
+{
+	return (uint16_t *)((uintptr_t)e + IB_CQE_MARK_OFF);
+}
+
+/* Is the entry of @pos there (published, with everything written before
+ * its mark visible to the caller)?
+ */
+static inline int
+ib_cqe_ready(const struct ib_queue *q, uint32_t pos)
+{
+	const struct ibv_wc *e = ib_queue_slot(q, pos);
+
+	return __atomic_load_n(ib_cqe_mark_at(e), __ATOMIC_ACQUIRE) ==
+	       ib_cqe_mark(q, pos);
+}
+
+/*
  * The CQ ring's consumer rule, for ibv_poll_cq and the extended CQ alike:
  * the first entry at or after *pos that the engine has published and that
  * a QP reset did not purge, or NULL (*pos then where the published entries
@@ -710,12 +746,8 @@ ib_cq_next(struct ib_cq *cq, uint32_t *pos)
 	const struct ibv_wc *e;
 
 	for (;; (*pos)++) {
-		if (*pos == q->prod_cache) {
-			q->prod_cache = __atomic_load_n(&q->prod,
-							__ATOMIC_ACQUIRE);
-			if (*pos == q->prod_cache)
-				return NULL;
-		}
+		if (!ib_cqe_ready(q, *pos))
+			return NULL;
 		e = ib_queue_slot(q, *pos);
 		if (likely(e->qp_num != IB_CQE_PURGED))
 			return e;
