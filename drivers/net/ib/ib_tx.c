@@ -109,6 +109,13 @@ ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,
 	if (ah->grh.hop_limit > 1)
 		hop = ah->grh.hop_limit;
 	tclass = ah->grh.traffic_class;
+	/* A sender never sets CE, which only a congested hop may (RFC 3168
+	 * 5): a traffic class that asks for it gets ECT(0). Sent marked, a
+	 * DCQCN peer (dpib among them) answered every frame with a CNP and
+	 * the QP's own rate fell to the floor (test_random).
+	 */
+	if ((tclass & 3) == IB_ECN_CE)
+		tclass = (uint8_t)((tclass & ~3) | IB_ECN_ECT0);
 	/* RC and UC frames are ECN-capable under DCQCN (ib_dcqcn.c) unless
 	 * the application chose the ECN bits; an AH's (UD) are not.
 	 */

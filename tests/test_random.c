@@ -1,0 +1,892 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * test_random: random but valid attributes, as programs other than ours
+ * choose them. Each case (a seed) draws a QP pair on the loopback device -
+ * RC or UC, capabilities within the device's limits, path MTU, PSNs near
+ * anything, timeout, retry counts, RNR timer, READ/atomic depths, access
+ * flags - checks that ibv_query_qp reports what was set (and at least the
+ * capabilities asked for), then runs batches of random work that those
+ * attributes allow: SEND, SEND with immediate, WRITE, WRITE with
+ * immediate, READ, FETCH_ADD, CMP_SWP; lengths from 0 to 20000 bytes
+ * gathered from and scattered into 1 to max_sge pieces with gaps between
+ * them, inline where it fits, signaled or not. Every byte is checked where
+ * it must land, the gaps and guards around it where it must not, every
+ * completion's status, opcode, length and immediate, the atomics against a
+ * model. A failure names its seed: DPIB_RANDOM_SEED=N reruns that case;
+ * DPIB_RANDOM_CASES=N runs seeds 1 to N (default CASES). Then what the
+ * draws found, as a fixed case: ce_traffic_class_sent_ect (and test_paced).
+ */
+#include <arpa/inet.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include <rte_common.h>
+
+#include "verbs_util.h"
+
+#define CASES		48
+#define BUF_LEN		(8u << 20)
+#define HALF		(BUF_LEN / 2)	/* A's half, then B's */
+#define MAX_BATCH	64
+#define MAX_PIECES	8
+#define MAX_LEN		20000
+#define GUARD		0xa5
+#define GAP_MAX		48
+
+static struct ibv_device **list;
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static uint8_t *buf;
+static struct ibv_mr *mr;
+static struct ibv_device_attr dev;
+static enum ibv_mtu port_mtu;
+
+static uint64_t rng;
+
+static uint64_t
+rnd64(void)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return rng;
+}
+
+/* Uniform in [lo, hi]. */
+static uint32_t
+rnd(uint32_t lo, uint32_t hi)
+{
+	return lo + (uint32_t)(rnd64() % ((uint64_t)hi - lo + 1));
+}
+
+static void
+fill_random(uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (uint8_t)rnd64();
+}
+
+/* Pieces of @len bytes with a gap after each, from *@off of the half at
+ * @base (0: A's, HALF: B's).
+ */
+struct sg {
+	int n;
+	struct ibv_sge s[MAX_PIECES];
+	uint64_t start, end;	/* the span, gaps included */
+};
+
+static void
+sg_make(struct sg *g, uint64_t base, uint64_t *off, uint32_t len,
+	int max_pieces)
+{
+	uint32_t left = len;
+	int i, n = len == 0 ? (int)rnd(0, 1) :
+		   (int)rnd(1, RTE_MIN((uint32_t)max_pieces, len));
+
+	g->n = n;
+	*off += rnd(0, 7);	/* any alignment */
+	g->start = base + *off;
+	for (i = 0; i < n; i++) {
+		uint32_t l = i == n - 1 ? left : rnd(1, left - (n - 1 - i));
+
+		g->s[i].addr = (uintptr_t)buf + base + *off;
+		g->s[i].length = l;
+		g->s[i].lkey = mr->lkey;
+		left -= l;
+		*off += l + rnd(0, GAP_MAX);
+	}
+	*off += 1;
+	g->end = base + *off;
+}
+
+/* The pieces' bytes, in order, equal @want; the gaps kept the guard. */
+static void
+sg_check(const struct sg *g, const uint8_t *want, uint32_t len,
+	 const char *what)
+{
+	uint64_t at = g->start, got = 0;
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		uint64_t o = g->s[i].addr - (uintptr_t)buf;
+
+		for (; at < o; at++)
+			CHECK(buf[at] == GUARD, "%s: byte %" PRIu64 " before "
+			      "piece %d written", what, at - g->start, i);
+		CHECK(g->s[i].length == 0 ||
+		      memcmp(buf + o, want + got, g->s[i].length) == 0,
+		      "%s: piece %d of %d (%u bytes) differs", what, i, g->n,
+		      g->s[i].length);
+		got += g->s[i].length;
+		at = o + g->s[i].length;
+	}
+	for (; at < g->end; at++)
+		CHECK(buf[at] == GUARD, "%s: gap byte %" PRIu64 " written",
+		      what, at - g->start);
+	CHECK(got == len || (len == 0 && got == 0), "%s: %" PRIu64 " of %u",
+	      what, got, len);
+}
+
+/* The bytes between and after the pieces kept the guard. */
+static void
+sg_gaps_clean(const struct sg *g, const char *what)
+{
+	uint64_t at = g->start;
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		uint64_t o = g->s[i].addr - (uintptr_t)buf;
+
+		for (; at < o; at++)
+			CHECK(buf[at] == GUARD, "%s: gap byte before piece %d "
+			      "written", what, i);
+		at = o + g->s[i].length;
+	}
+	for (; at < g->end; at++)
+		CHECK(buf[at] == GUARD, "%s: byte after the last piece "
+		      "written", what);
+}
+
+/* The data the pieces hold now, concatenated. */
+static void
+sg_gather(const struct sg *g, uint8_t *out)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		memcpy(out, (void *)(uintptr_t)g->s[i].addr, g->s[i].length);
+		out += g->s[i].length;
+	}
+}
+
+struct op {
+	enum ibv_wr_opcode opcode;
+	uint32_t len;
+	struct sg local;	/* gathered (SEND, WRITE) or scattered (READ) */
+	struct sg recv;		/* the receive it consumes, if any */
+	int recv_idx;		/* -1: none */
+	uint64_t remote;	/* WRITE/READ/atomic: offset in B's half */
+	uint8_t *data;		/* what must land */
+	int signaled, inl;
+	uint32_t imm;
+	uint64_t add, cmp, swap, old;	/* atomics: the model */
+};
+
+struct qcase {
+	uint32_t seed;
+	enum ibv_qp_type type;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	struct ibv_qp_cap cap[2];	/* what was asked */
+	struct ibv_qp_cap got[2];	/* what query_qp reports */
+	int sig_all;
+	int access;			/* B's (and A's) remote access */
+	uint8_t rd_atomic, dest_rd_atomic;
+	enum ibv_mtu mtu;
+};
+
+static int
+mtu_bytes(enum ibv_mtu m)
+{
+	return 128 << m;
+}
+
+static void
+case_open(struct qcase *c)
+{
+	int i;
+
+	c->type = rnd(0, 3) == 0 ? IBV_QPT_UC : IBV_QPT_RC;
+	c->sig_all = rnd(0, 1);
+	c->mtu = (enum ibv_mtu)rnd(IBV_MTU_256, port_mtu);
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_init_attr ia = { .qp_type = c->type,
+					       .sq_sig_all = c->sig_all };
+		struct ibv_qp_attr qa;
+		struct ibv_qp_init_attr qi;
+
+		c->cap[i].max_send_wr = rnd(1, 256);
+		c->cap[i].max_recv_wr = rnd(1, 256);
+		c->cap[i].max_send_sge = rnd(1, RTE_MIN(dev.max_sge,
+							MAX_PIECES));
+		c->cap[i].max_recv_sge = rnd(1, RTE_MIN(dev.max_sge,
+							MAX_PIECES));
+		c->cap[i].max_inline_data = rnd(0, 3) == 0 ? 0 : rnd(1, 256);
+		c->cq[i] = ibv_create_cq(ctx, c->cap[i].max_send_wr +
+					 c->cap[i].max_recv_wr + 8, NULL,
+					 NULL, 0);
+		CHECK(c->cq[i] != NULL, "seed %u: create_cq errno %d", c->seed,
+		      errno);
+		ia.send_cq = ia.recv_cq = c->cq[i];
+		ia.cap = c->cap[i];
+		c->qp[i] = ibv_create_qp(pd, &ia);
+		CHECK(c->qp[i] != NULL, "seed %u: create_qp (wr %u/%u sge "
+		      "%u/%u inline %u) errno %d", c->seed,
+		      c->cap[i].max_send_wr, c->cap[i].max_recv_wr,
+		      c->cap[i].max_send_sge, c->cap[i].max_recv_sge,
+		      c->cap[i].max_inline_data, errno);
+		CHECK(ibv_query_qp(c->qp[i], &qa, IBV_QP_CAP, &qi) == 0,
+		      "query_qp");
+		c->got[i] = qi.cap;
+		CHECK(qi.cap.max_send_wr >= c->cap[i].max_send_wr &&
+		      qi.cap.max_recv_wr >= c->cap[i].max_recv_wr &&
+		      qi.cap.max_send_sge >= c->cap[i].max_send_sge &&
+		      qi.cap.max_recv_sge >= c->cap[i].max_recv_sge &&
+		      qi.cap.max_inline_data >= c->cap[i].max_inline_data,
+		      "seed %u: query_qp cap below what was asked", c->seed);
+	}
+}
+
+/* Reset -> RTS with random attributes; query_qp reports each. */
+static void
+case_connect(struct qcase *c)
+{
+	uint32_t psn[2] = { rnd(0, 0xffffff), rnd(0, 0xffffff) };
+	int rc = c->type == IBV_QPT_RC, i;
+
+	c->access = rnd(0, 1) ? IBV_ACCESS_REMOTE_WRITE : 0;
+	if (rc) {
+		c->access |= rnd(0, 1) ? IBV_ACCESS_REMOTE_READ : 0;
+		c->access |= rnd(0, 1) ? IBV_ACCESS_REMOTE_ATOMIC : 0;
+		/* The requester's depth within the target's resources, as
+		 * RDMA-CM negotiates them: more is a NAK (IBA 9.4.4).
+		 */
+		c->dest_rd_atomic = rnd(0, 3) == 0 ? 0 :
+				    rnd(1, RTE_MIN(dev.max_qp_rd_atom, 16));
+		c->rd_atomic = rnd(0, 3) == 0 ? 0 :
+			       rnd(1, RTE_MIN((uint32_t)
+					      dev.max_qp_init_rd_atom,
+					      RTE_MAX((uint32_t)
+						      c->dest_rd_atomic, 1u)));
+	}
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp *qp = c->qp[i];
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1,
+					 .qp_access_flags = c->access }, q;
+		struct ibv_qp_init_attr qi;
+		int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		uint8_t timeout = rnd(0, 3) == 0 ? 0 : rnd(10, 31);
+		uint8_t retry = rnd(0, 7), rnr_retry = rnd(0, 7);
+		uint8_t rnr_timer = rnd(1, 31);
+		uint8_t sl = rnd(0, 7), tclass = rnd(0, 255);
+		uint8_t hops = rnd(1, 255);
+
+		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0,
+		      "seed %u: INIT", c->seed);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = c->mtu;
+		a.dest_qp_num = c->qp[!i]->qp_num;
+		a.rq_psn = psn[!i];
+		ah_self(ctx, &a.ah_attr);
+		a.ah_attr.sl = sl;
+		a.ah_attr.grh.traffic_class = tclass;
+		a.ah_attr.grh.hop_limit = hops;
+		if (rc) {
+			a.max_dest_rd_atomic = c->dest_rd_atomic;
+			a.min_rnr_timer = rnr_timer;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER;
+		}
+		CHECK(ibv_modify_qp(qp, &a, mask) == 0, "seed %u: RTR",
+		      c->seed);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = psn[i];
+		mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+		if (rc) {
+			a.timeout = timeout;
+			a.retry_cnt = retry;
+			a.rnr_retry = rnr_retry;
+			a.max_rd_atomic = c->rd_atomic;
+			mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		}
+		CHECK(ibv_modify_qp(qp, &a, mask) == 0, "seed %u: RTS",
+		      c->seed);
+
+		CHECK(ibv_query_qp(qp, &q, IBV_QP_STATE | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_SQ_PSN |
+				   IBV_QP_RQ_PSN | IBV_QP_ACCESS_FLAGS |
+				   IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				   IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER |
+				   IBV_QP_MAX_QP_RD_ATOMIC |
+				   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_AV,
+				   &qi) == 0, "query_qp");
+		CHECK(q.qp_state == IBV_QPS_RTS && q.path_mtu == c->mtu &&
+		      q.dest_qp_num == c->qp[!i]->qp_num &&
+		      q.sq_psn == psn[i] && q.rq_psn == psn[!i] &&
+		      q.qp_access_flags == (unsigned int)c->access,
+		      "seed %u: query_qp: state %d mtu %d dest %u sq_psn %#x "
+		      "rq_psn %#x access %#x", c->seed, q.qp_state,
+		      q.path_mtu, q.dest_qp_num, q.sq_psn, q.rq_psn,
+		      q.qp_access_flags);
+		if (rc)
+			CHECK(q.timeout == timeout && q.retry_cnt == retry &&
+			      q.rnr_retry == rnr_retry &&
+			      q.min_rnr_timer == rnr_timer &&
+			      q.max_rd_atomic == c->rd_atomic &&
+			      q.max_dest_rd_atomic == c->dest_rd_atomic,
+			      "seed %u: query_qp: timeout %u retry %u rnr "
+			      "%u/%u rd_atomic %u/%u", c->seed, q.timeout,
+			      q.retry_cnt, q.rnr_retry, q.min_rnr_timer,
+			      q.max_rd_atomic, q.max_dest_rd_atomic);
+		CHECK(q.ah_attr.sl == sl && q.ah_attr.is_global &&
+		      q.ah_attr.grh.traffic_class == tclass &&
+		      q.ah_attr.grh.hop_limit == hops,
+		      "seed %u: query_qp: sl %u tclass %u hop limit %u, want "
+		      "%u %u %u", c->seed, q.ah_attr.sl,
+		      q.ah_attr.grh.traffic_class, q.ah_attr.grh.hop_limit,
+		      sl, tclass, hops);
+	}
+}
+
+static uint32_t
+rnd_len(const struct qcase *c)
+{
+	switch (rnd(0, 3)) {
+	case 0:
+		return rnd(0, 16);
+	case 1:
+		return rnd(17, 300);
+	case 2:
+		return rnd(301, 3 * mtu_bytes(c->mtu) + 100);
+	default:
+		return rnd(301, MAX_LEN);
+	}
+}
+
+static enum ibv_wr_opcode
+rnd_opcode(const struct qcase *c)
+{
+	enum ibv_wr_opcode ok[8];
+	int n = 0;
+
+	ok[n++] = IBV_WR_SEND;
+	ok[n++] = IBV_WR_SEND_WITH_IMM;
+	if (c->access & IBV_ACCESS_REMOTE_WRITE) {
+		ok[n++] = IBV_WR_RDMA_WRITE;
+		ok[n++] = IBV_WR_RDMA_WRITE_WITH_IMM;
+	}
+	if (c->rd_atomic != 0 && c->dest_rd_atomic != 0) {
+		if (c->access & IBV_ACCESS_REMOTE_READ)
+			ok[n++] = IBV_WR_RDMA_READ;
+		if (c->access & IBV_ACCESS_REMOTE_ATOMIC) {
+			ok[n++] = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			ok[n++] = IBV_WR_ATOMIC_CMP_AND_SWP;
+		}
+	}
+	return ok[rnd(0, n - 1)];
+}
+
+static int
+consumes_recv(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND || op == IBV_WR_SEND_WITH_IMM ||
+	       op == IBV_WR_RDMA_WRITE_WITH_IMM;
+}
+
+static int
+is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_FETCH_AND_ADD ||
+	       op == IBV_WR_ATOMIC_CMP_AND_SWP;
+}
+
+static enum ibv_wc_opcode
+wc_opcode(enum ibv_wr_opcode op)
+{
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static struct ibv_wc
+next_wc(struct ibv_cq *cq, uint32_t seed, const char *what)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(cq, &wc, 10), "seed %u: no %s completion", seed, what);
+	return wc;
+}
+
+/* One batch: drawn, posted, completed, checked. */
+static void
+batch(struct qcase *c, int nb)
+{
+	static struct op ops[MAX_BATCH];
+	uint32_t max_wr = RTE_MIN(c->cap[0].max_send_wr, (uint32_t)MAX_BATCH);
+	uint32_t k = rnd(1, max_wr), i, nrecv = 0, nsig = 0;
+	uint64_t aoff = 0, boff = 0;
+	struct ibv_send_wr *bad;
+	struct ibv_recv_wr *rbad;
+	uint8_t *tmp = malloc(MAX_LEN + 128);
+	int uc = c->type == IBV_QPT_UC;
+
+	CHECK(tmp != NULL, "malloc");
+	memset(buf, GUARD, BUF_LEN);
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+
+		memset(o, 0, sizeof(*o));
+		o->opcode = rnd_opcode(c);
+		/* UC: the batch ends in an op the target completes, so that
+		 * its completion says everything before it landed.
+		 */
+		if (uc && i == k - 1 && !consumes_recv(o->opcode))
+			o->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
+		if (consumes_recv(o->opcode) &&
+		    nrecv == c->cap[1].max_recv_wr) {
+			k = i;	/* the RQ is full: the batch ends here */
+			break;
+		}
+		o->len = is_atomic(o->opcode) ? 8 : rnd_len(c);
+		if (uc && o->len > 4096)	/* UC: no loss to recover */
+			o->len = rnd(0, 4096);
+		o->imm = (uint32_t)rnd64();
+		o->recv_idx = -1;
+		o->data = malloc(o->len + 1);
+		CHECK(o->data != NULL, "malloc");
+		fill_random(o->data, o->len);
+		if (is_atomic(o->opcode)) {
+			uint64_t cur = rnd64();
+
+			boff = RTE_ALIGN_CEIL(boff, 8);
+			o->remote = boff;
+			memcpy(buf + HALF + boff, &cur, 8);
+			boff += 16 + 8 * rnd(0, 4);	/* a guard after */
+			o->old = cur;
+			o->add = rnd64();
+			o->cmp = rnd(0, 1) ? cur : rnd64();
+			o->swap = rnd64();
+			aoff = RTE_ALIGN_CEIL(aoff, 8);
+			o->local.n = 1;
+			o->local.start = aoff;
+			o->local.s[0].addr = (uintptr_t)buf + aoff;
+			o->local.s[0].length = 8;
+			o->local.s[0].lkey = mr->lkey;
+			aoff += 8;
+			o->local.end = aoff;
+			aoff += 8;
+		} else if (o->opcode == IBV_WR_RDMA_READ) {
+			boff += rnd(0, 7);
+			o->remote = boff;
+			memcpy(buf + HALF + boff, o->data, o->len);
+			boff += o->len + 1;
+			sg_make(&o->local, 0, &aoff, o->len,
+				c->cap[0].max_send_sge);
+		} else {
+			sg_make(&o->local, 0, &aoff, o->len,
+				c->cap[0].max_send_sge);
+			{	/* the source pieces hold the data */
+				uint32_t got = 0;
+				int j;
+
+				for (j = 0; j < o->local.n; j++) {
+					memcpy((void *)(uintptr_t)
+					       o->local.s[j].addr,
+					       o->data + got,
+					       o->local.s[j].length);
+					got += o->local.s[j].length;
+				}
+			}
+			if (o->opcode == IBV_WR_RDMA_WRITE ||
+			    o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
+				boff += rnd(0, 7);
+				o->remote = boff;
+				boff += o->len + 1;
+			}
+			o->inl = o->len <= c->got[0].max_inline_data &&
+				 rnd(0, 1);
+		}
+		if (consumes_recv(o->opcode)) {
+			/* A SEND's room, a little more than it needs; a
+			 * WRITE with immediate's receive may have none.
+			 */
+			uint32_t room = o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM
+					? 0 : o->len + rnd(0, 64);
+
+			sg_make(&o->recv, HALF, &boff, room,
+				c->cap[1].max_recv_sge);
+			o->recv_idx = (int)nrecv++;
+		}
+		o->signaled = c->sig_all || rnd(0, 1);
+		CHECK(aoff < HALF && boff < HALF, "batch too big");
+	}
+	/* UC: the batch (cut short by a full RQ) ends in an op the target
+	 * completes, whose completion says that all before it landed.
+	 */
+	while (uc && k > 0 && !consumes_recv(ops[k - 1].opcode))
+		free(ops[--k].data);
+	if (k == 0) {
+		free(tmp);
+		return;
+	}
+	ops[k - 1].signaled = 1;	/* the batch's end */
+	for (i = 0; i < k; i++)
+		nsig += ops[i].signaled;
+	/* Receives first (UC drops a SEND without one). */
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+		struct ibv_recv_wr r = { .wr_id = i, .sg_list = o->recv.s,
+					 .num_sge = o->recv.n };
+
+		if (o->recv_idx < 0)
+			continue;
+		CHECK(ibv_post_recv(c->qp[1], &r, &rbad) == 0,
+		      "seed %u: post_recv (%d pieces)", c->seed, o->recv.n);
+	}
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+		struct ibv_send_wr w = {
+			.wr_id = i, .sg_list = o->local.s,
+			.num_sge = o->local.n, .opcode = o->opcode,
+			.send_flags = (o->signaled ? IBV_SEND_SIGNALED : 0) |
+				      (o->inl ? IBV_SEND_INLINE : 0),
+			.imm_data = htonl(o->imm),
+		};
+		int ret;
+
+		if (is_atomic(o->opcode)) {
+			w.wr.atomic.remote_addr = (uintptr_t)buf + HALF +
+						  o->remote;
+			w.wr.atomic.rkey = mr->rkey;
+			w.wr.atomic.compare_add =
+				o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+				o->add : o->cmp;
+			w.wr.atomic.swap = o->swap;
+		} else {
+			w.wr.rdma.remote_addr = (uintptr_t)buf + HALF +
+						o->remote;
+			w.wr.rdma.rkey = mr->rkey;
+		}
+		ret = ibv_post_send(c->qp[0], &w, &bad);
+		CHECK(ret == 0, "seed %u batch %d: post_send %u (opcode %d, "
+		      "%u bytes, %d pieces, inline %d): %d", c->seed, nb, i,
+		      o->opcode, o->len, o->local.n, o->inl, ret);
+	}
+	/* The send completions, in order; the receives, in order. */
+	{
+		uint32_t want = 0;
+
+		for (i = 0; i < nsig; i++) {
+			struct ibv_wc wc = next_wc(c->cq[0], c->seed, "send");
+
+			CHECK(wc.status == IBV_WC_SUCCESS, "seed %u batch %d: "
+			      "wr %" PRIu64 " %s (opcode %d, %u bytes, %d "
+			      "pieces, inline %d; %s, MTU %d, access %#x, "
+			      "READ/atomic depth %u, target's %u)", c->seed, nb,
+			      wc.wr_id, ibv_wc_status_str(wc.status),
+			      ops[wc.wr_id].opcode, ops[wc.wr_id].len,
+			      ops[wc.wr_id].local.n, ops[wc.wr_id].inl,
+			      c->type == IBV_QPT_RC ? "RC" : "UC",
+			      mtu_bytes(c->mtu), c->access, c->rd_atomic,
+			      c->dest_rd_atomic);
+			while (!ops[want].signaled)
+				want++;
+			CHECK(wc.wr_id == want && wc.opcode ==
+			      wc_opcode(ops[want].opcode),
+			      "seed %u: send completion wr %" PRIu64 " opcode "
+			      "%d, want %u opcode %d", c->seed, wc.wr_id,
+			      wc.opcode, want, wc_opcode(ops[want].opcode));
+			want++;
+		}
+	}
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+		struct ibv_wc wc;
+
+		if (o->recv_idx < 0)
+			continue;
+		wc = next_wc(c->cq[1], c->seed, "receive");
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == i,
+		      "seed %u batch %d: receive wr %" PRIu64 " %s, want %u",
+		      c->seed, nb, wc.wr_id, ibv_wc_status_str(wc.status), i);
+		CHECK(wc.byte_len == o->len, "seed %u: receive of wr %u: "
+		      "byte_len %u, want %u", c->seed, i, wc.byte_len, o->len);
+		CHECK(wc.qp_num == c->qp[1]->qp_num, "qp_num");
+		if (o->opcode == IBV_WR_SEND) {
+			CHECK(wc.opcode == IBV_WC_RECV &&
+			      !(wc.wc_flags & IBV_WC_WITH_IMM),
+			      "seed %u: SEND received as opcode %d flags %#x",
+			      c->seed, wc.opcode, wc.wc_flags);
+		} else {
+			CHECK(wc.opcode == (o->opcode == IBV_WR_SEND_WITH_IMM ?
+					    IBV_WC_RECV :
+					    IBV_WC_RECV_RDMA_WITH_IMM) &&
+			      (wc.wc_flags & IBV_WC_WITH_IMM) &&
+			      ntohl(wc.imm_data) == o->imm,
+			      "seed %u: opcode %d flags %#x imm %#x, want "
+			      "%#x", c->seed, wc.opcode, wc.wc_flags,
+			      ntohl(wc.imm_data), o->imm);
+		}
+	}
+	/* Every byte where it belongs, and nowhere else. */
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+		char what[64];
+
+		snprintf(what, sizeof(what), "seed %u batch %d wr %u op %d",
+			 c->seed, nb, i, o->opcode);
+		switch (o->opcode) {
+		case IBV_WR_SEND:
+		case IBV_WR_SEND_WITH_IMM: {
+			struct sg landed = o->recv;
+			uint32_t left = o->len;
+			int j;
+
+			/* The receive's pieces hold the message, then
+			 * whatever room is left keeps the guard.
+			 */
+			for (j = 0; j < landed.n; j++) {
+				uint32_t l = RTE_MIN(left,
+						     landed.s[j].length);
+
+				sg_gather(&(struct sg){ .n = 1,
+					  .s = { landed.s[j] } }, tmp);
+				CHECK(memcmp(tmp, o->data + (o->len - left),
+					     l) == 0, "%s: receive piece %d",
+				      what, j);
+				for (; l < landed.s[j].length; l++)
+					CHECK(tmp[l] == GUARD, "%s: receive "
+					      "piece %d byte %u past the "
+					      "message", what, j, l);
+				left -= RTE_MIN(left, landed.s[j].length);
+			}
+			sg_gaps_clean(&landed, what);
+			break;
+		}
+		case IBV_WR_RDMA_WRITE:
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			CHECK(memcmp(buf + HALF + o->remote, o->data, o->len)
+			      == 0, "%s: WRITE of %u bytes differs", what,
+			      o->len);
+			CHECK(buf[HALF + o->remote + o->len] == GUARD,
+			      "%s: byte past the WRITE", what);
+			if (o->remote > 0)
+				CHECK(buf[HALF + o->remote - 1] == GUARD,
+				      "%s: byte before the WRITE", what);
+			if (o->recv.n > 0)	/* took no data */
+				sg_gaps_clean(&o->recv, what);
+			break;
+		case IBV_WR_RDMA_READ:
+			sg_check(&o->local, o->data, o->len, what);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		case IBV_WR_ATOMIC_CMP_AND_SWP: {
+			uint64_t now, ret, want;
+
+			memcpy(&now, buf + HALF + o->remote, 8);
+			memcpy(&ret, buf + o->local.start, 8);
+			want = o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
+			       o->old + o->add :
+			       (o->old == o->cmp ? o->swap : o->old);
+			CHECK(ret == o->old, "%s: returned %#" PRIx64 ", was "
+			      "%#" PRIx64, what, ret, o->old);
+			CHECK(now == want, "%s: target %#" PRIx64 ", want %#"
+			      PRIx64, what, now, want);
+			break;
+		}
+		default:
+			break;
+		}
+	}
+	for (i = 0; i < k; i++)
+		free(ops[i].data);
+	free(tmp);
+}
+
+static void
+case_close(struct qcase *c)
+{
+	int i;
+
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_attr q;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_query_qp(c->qp[i], &q, IBV_QP_STATE, &qi) == 0 &&
+		      q.qp_state == IBV_QPS_RTS, "seed %u: QP %d left RTS",
+		      c->seed, i);
+		CHECK(ibv_destroy_qp(c->qp[i]) == 0, "destroy_qp");
+		CHECK(ibv_destroy_cq(c->cq[i]) == 0, "destroy_cq");
+	}
+}
+
+static void
+run_case(uint32_t seed)
+{
+	struct qcase c = { .seed = seed };
+	int b, nb;
+
+	rng = 0x9e3779b97f4a7c15ull * (seed + 1);
+	case_open(&c);
+	case_connect(&c);
+	nb = rnd(1, 6);
+	for (b = 0; b < nb; b++)
+		batch(&c, b);
+	case_close(&c);
+}
+
+static void
+random_cases(void)
+{
+	const char *one = getenv("DPIB_RANDOM_SEED");
+	const char *n = getenv("DPIB_RANDOM_CASES");
+	uint32_t s, cases = n != NULL ? (uint32_t)strtoul(n, NULL, 0) : CASES;
+
+	if (one != NULL) {
+		run_case((uint32_t)strtoul(one, NULL, 0));
+		return;
+	}
+	for (s = 1; s <= cases; s++)
+		run_case(s);
+}
+
+/*
+ * An RC pair whose AV carries traffic class @tclass, path MTU @mtu,
+ * transport timeout @timeout and retry count 0; @n SENDs of @len bytes
+ * from qp[0] to qp[1], all completed successfully within @secs.
+ */
+static void
+sends_complete(uint8_t tclass, enum ibv_mtu mtu, uint8_t timeout,
+	       uint32_t n, uint32_t len, double secs)
+{
+	struct ibv_cq *cq[2];
+	struct ibv_qp *qp[2];
+	uint32_t i, j, got;
+	int k;
+
+	for (k = 0; k < 2; k++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+			.cap = { .max_send_wr = n, .max_recv_wr = n,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		cq[k] = ibv_create_cq(ctx, 2 * n, NULL, NULL, 0);
+		CHECK(cq[k] != NULL, "create_cq");
+		ia.send_cq = ia.recv_cq = cq[k];
+		qp[k] = ibv_create_qp(pd, &ia);
+		CHECK(qp[k] != NULL, "create_qp");
+	}
+	for (k = 0; k < 2; k++) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1 };
+
+		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE |
+				    IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		a.path_mtu = mtu;
+		a.dest_qp_num = qp[!k]->qp_num;
+		a.min_rnr_timer = 1;
+		ah_self(ctx, &a.ah_attr);
+		a.ah_attr.grh.traffic_class = tclass;
+		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_AV |
+				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				    IBV_QP_MIN_RNR_TIMER) == 0, "RTR");
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.timeout = timeout;
+		a.rnr_retry = 7;
+		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
+				    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				    IBV_QP_RNR_RETRY |
+				    IBV_QP_MAX_QP_RD_ATOMIC) == 0, "RTS");
+	}
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sge = { (uintptr_t)buf + HALF + (uint64_t)i * len,
+				       len, mr->lkey };
+		struct ibv_recv_wr r = { .wr_id = i, .sg_list = &sge,
+					 .num_sge = 1 }, *rbad;
+
+		CHECK(ibv_post_recv(qp[1], &r, &rbad) == 0, "post_recv");
+	}
+	for (i = 0; i < n; i++) {
+		struct ibv_sge sge = { (uintptr_t)buf + (uint64_t)i * len, len,
+				       mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sge,
+					 .num_sge = 1, .opcode = IBV_WR_SEND,
+					 .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+
+		CHECK(ibv_post_send(qp[0], &w, &bad) == 0, "post_send");
+	}
+	for (k = 0; k < 2; k++)
+		for (got = 0; got < n; got++) {
+			struct ibv_wc wc;
+
+			CHECK(poll_one(cq[!k], &wc, secs), "%u of %u %s "
+			      "completions", got, n, k ? "send" : "receive");
+			CHECK(wc.status == IBV_WC_SUCCESS, "wr %" PRIu64 ": %s",
+			      wc.wr_id, ibv_wc_status_str(wc.status));
+		}
+	for (i = 0; i < n * len; i += 4096)
+		for (j = i; j < RTE_MIN(i + 64, n * len); j++)
+			CHECK(buf[HALF + j] == buf[j], "byte %u", j);
+	for (k = 0; k < 2; k++) {
+		CHECK(ibv_destroy_qp(qp[k]) == 0, "destroy_qp");
+		CHECK(ibv_destroy_cq(cq[k]) == 0, "destroy_cq");
+	}
+}
+
+/*
+ * A traffic class whose ECN bits say CE (an application's choice, such as
+ * test_random draws) goes out ECT(0): a sender never originates CE, and
+ * sent marked, the target answered every frame with a CNP and the QP
+ * paced itself down to the floor rate.
+ */
+static void
+ce_traffic_class_sent_ect(void)
+{
+	uint64_t marked = dev_counter(ctx, "ecn_marked_received");
+	uint64_t cnps = dev_counter(ctx, "cnp_sent");
+
+	fill_random(buf, HALF);
+	sends_complete(0x07, IBV_MTU_1024, 14, 32, 3000, 10);
+	CHECK(dev_counter(ctx, "ecn_marked_received") == marked &&
+	      dev_counter(ctx, "cnp_sent") == cnps, "%" PRIu64 " frames "
+	      "arrived CE, %" PRIu64 " CNPs sent",
+	      dev_counter(ctx, "ecn_marked_received") - marked,
+	      dev_counter(ctx, "cnp_sent") - cnps);
+}
+
+int
+main(void)
+{
+	struct ibv_port_attr pa;
+
+	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+			 IBV_ACCESS_REMOTE_ATOMIC, &mr);
+	CHECK(ibv_query_device(ctx, &dev) == 0, "query_device");
+	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "query_port");
+	port_mtu = pa.active_mtu;
+	RUN(random_cases);
+	RUN(ce_traffic_class_sent_ect);
+	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0 &&
+	      ibv_close_device(ctx) == 0, "close");
+	ibv_free_device_list(list);
+	free(buf);
+	CHECK_DONE();
+}
