@@ -319,7 +319,18 @@ ib_dcqcn_may_send(struct ib_qp *qp)
 
 	if (now >= rp->inc_tsc || now >= rp->alpha_tsc)
 		timers(qp, now);
-	return !rp->limited || now >= rp->pace_next;
+	if (!rp->limited || now >= rp->pace_next)
+		return 1;
+	/* The transport timer does not count the wait for its own pacer,
+	 * as it does not count an RNR wait: it times the peer from what was
+	 * sent last. At the floor rate (min_mbps) a message of many packets
+	 * takes longer than a short timeout to send, its ACK due after the
+	 * last, and each expiry rewound it to the first packet again.
+	 */
+	if (qp->comp.deadline != 0 && qp->timeout_tsc != 0 &&
+	    qp->comp.deadline < rp->pace_next + qp->timeout_tsc)
+		qp->comp.deadline = rp->pace_next + qp->timeout_tsc;
+	return 0;
 }
 
 /* Send a CNP to the peer QP (RoCEv2 A17.9.3): BTH, BECN set, 16 zeros. */
