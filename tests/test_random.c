@@ -4,7 +4,7 @@
 /*
  * test_random: random but valid attributes, as programs other than ours
  * choose them. Each case (a seed) draws a QP pair on the loopback device -
- * RC or UC, capabilities within the device's limits, path MTU, PSNs near
+ * RC, UC or UD (a Q_Key and an AH), capabilities within the device's limits, path MTU, PSNs near
  * anything, timeout, retry counts, RNR timer, READ/atomic depths, access
  * flags - checks that ibv_query_qp reports what was set (and at least the
  * capabilities asked for), then runs batches of random work that those
@@ -193,6 +193,8 @@ struct qcase {
 	int access;			/* B's (and A's) remote access */
 	uint8_t rd_atomic, dest_rd_atomic;
 	enum ibv_mtu mtu;
+	struct ibv_ah *ah;		/* UD: to qp[1] */
+	uint32_t qkey;
 };
 
 static int
@@ -206,7 +208,16 @@ case_open(struct qcase *c)
 {
 	int i;
 
-	c->type = rnd(0, 3) == 0 && !lossy ? IBV_QPT_UC : IBV_QPT_RC;
+	switch (lossy ? 0 : rnd(0, 4)) {
+	case 3:
+		c->type = IBV_QPT_UC;
+		break;
+	case 4:
+		c->type = IBV_QPT_UD;
+		break;
+	default:
+		c->type = IBV_QPT_RC;
+	}
 	c->sig_all = rnd(0, 1);
 	c->mtu = (enum ibv_mtu)rnd(IBV_MTU_256, port_mtu);
 	for (i = 0; i < 2; i++) {
@@ -247,6 +258,49 @@ case_open(struct qcase *c)
 	}
 }
 
+/* UD: a Q_Key, an SQ PSN, and an AH to qp[1] with a random SL, traffic
+ * class and hop limit; query_qp reports the state, Q_Key and PSN.
+ */
+static void
+ud_connect(struct qcase *c, const uint32_t *psn)
+{
+	struct ibv_ah_attr aa = { 0 };
+	int i;
+
+	c->qkey = (uint32_t)rnd64() & 0x7fffffff;	/* not a controlled one */
+	for (i = 0; i < 2; i++) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
+					 .port_num = 1, .qkey = c->qkey }, q;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_modify_qp(c->qp[i], &a, IBV_QP_STATE |
+				    IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_QKEY) == 0, "seed %u: UD INIT",
+		      c->seed);
+		a.qp_state = IBV_QPS_RTR;
+		CHECK(ibv_modify_qp(c->qp[i], &a, IBV_QP_STATE) == 0,
+		      "seed %u: UD RTR", c->seed);
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = psn[i];
+		CHECK(ibv_modify_qp(c->qp[i], &a, IBV_QP_STATE |
+				    IBV_QP_SQ_PSN) == 0, "seed %u: UD RTS",
+		      c->seed);
+		CHECK(ibv_query_qp(c->qp[i], &q, IBV_QP_STATE | IBV_QP_QKEY |
+				   IBV_QP_SQ_PSN, &qi) == 0, "query_qp");
+		CHECK(q.qp_state == IBV_QPS_RTS && q.qkey == c->qkey &&
+		      q.sq_psn == psn[i], "seed %u: UD query_qp: state %d "
+		      "qkey %#x sq_psn %#x", c->seed, q.qp_state, q.qkey,
+		      q.sq_psn);
+	}
+	ah_self(ctx, &aa);
+	aa.sl = rnd(0, 7);
+	aa.grh.traffic_class = rnd(0, 255);
+	aa.grh.hop_limit = rnd(1, 255);
+	c->ah = ibv_create_ah(pd, &aa);
+	CHECK(c->ah != NULL, "seed %u: create_ah errno %d", c->seed, errno);
+	c->mtu = port_mtu;	/* a UD message fits the port's MTU */
+}
+
 /* Reset -> RTS with random attributes; query_qp reports each. */
 static void
 case_connect(struct qcase *c)
@@ -254,6 +308,10 @@ case_connect(struct qcase *c)
 	uint32_t psn[2] = { rnd(0, 0xffffff), rnd(0, 0xffffff) };
 	int rc = c->type == IBV_QPT_RC, i;
 
+	if (c->type == IBV_QPT_UD) {
+		ud_connect(c, psn);
+		return;
+	}
 	c->access = rnd(0, 1) ? IBV_ACCESS_REMOTE_WRITE : 0;
 	if (rc) {
 		c->access |= rnd(0, 1) ? IBV_ACCESS_REMOTE_READ : 0;
@@ -358,6 +416,9 @@ case_connect(struct qcase *c)
 static uint32_t
 rnd_len(const struct qcase *c)
 {
+	if (c->type == IBV_QPT_UD)
+		return rnd(0, 3) == 0 ? rnd(0, 16) :
+		       rnd(0, (uint32_t)mtu_bytes(port_mtu));
 	switch (rnd(0, 3)) {
 	case 0:
 		return rnd(0, 16);
@@ -378,6 +439,8 @@ rnd_opcode(const struct qcase *c)
 
 	ok[n++] = IBV_WR_SEND;
 	ok[n++] = IBV_WR_SEND_WITH_IMM;
+	if (c->type == IBV_QPT_UD)
+		return ok[rnd(0, n - 1)];
 	if (c->access & IBV_ACCESS_REMOTE_WRITE) {
 		ok[n++] = IBV_WR_RDMA_WRITE;
 		ok[n++] = IBV_WR_RDMA_WRITE_WITH_IMM;
@@ -446,6 +509,7 @@ batch(struct qcase *c, int nb)
 	struct ibv_recv_wr *rbad;
 	uint8_t *tmp = malloc(MAX_LEN + 128);
 	int uc = c->type == IBV_QPT_UC;
+	uint32_t grh = c->type == IBV_QPT_UD ? 40 : 0;	/* a UD receive's */
 
 	CHECK(tmp != NULL, "malloc");
 	memset(buf, GUARD, BUF_LEN);
@@ -528,7 +592,7 @@ batch(struct qcase *c, int nb)
 			 * WRITE with immediate's receive may have none.
 			 */
 			uint32_t room = o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM
-					? 0 : o->len + rnd(0, 64);
+					? 0 : grh + o->len + rnd(0, 64);
 
 			sg_make(&o->recv, HALF, &boff, room,
 				c->cap[1].max_recv_sge);
@@ -579,6 +643,10 @@ batch(struct qcase *c, int nb)
 				o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 				o->add : o->cmp;
 			w.wr.atomic.swap = o->swap;
+		} else if (c->type == IBV_QPT_UD) {
+			w.wr.ud.ah = c->ah;
+			w.wr.ud.remote_qpn = c->qp[1]->qp_num;
+			w.wr.ud.remote_qkey = c->qkey;
 		} else {
 			w.wr.rdma.remote_addr = (uintptr_t)buf + HALF +
 						o->remote;
@@ -626,9 +694,14 @@ batch(struct qcase *c, int nb)
 		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == i,
 		      "seed %u batch %d: receive wr %" PRIu64 " %s, want %u",
 		      c->seed, nb, wc.wr_id, ibv_wc_status_str(wc.status), i);
-		CHECK(wc.byte_len == o->len, "seed %u: receive of wr %u: "
-		      "byte_len %u, want %u", c->seed, i, wc.byte_len, o->len);
+		CHECK(wc.byte_len == grh + o->len, "seed %u: receive of wr "
+		      "%u: byte_len %u, want %u", c->seed, i, wc.byte_len,
+		      grh + o->len);
 		CHECK(wc.qp_num == c->qp[1]->qp_num, "qp_num");
+		CHECK(!grh || (wc.src_qp == c->qp[0]->qp_num &&
+			       (wc.wc_flags & IBV_WC_GRH)),
+		      "seed %u: UD receive: src_qp %u (want %u), flags %#x",
+		      c->seed, wc.src_qp, c->qp[0]->qp_num, wc.wc_flags);
 		if (o->opcode == IBV_WR_SEND) {
 			CHECK(wc.opcode == IBV_WC_RECV &&
 			      !(wc.wc_flags & IBV_WC_WITH_IMM),
@@ -655,29 +728,26 @@ batch(struct qcase *c, int nb)
 		switch (o->opcode) {
 		case IBV_WR_SEND:
 		case IBV_WR_SEND_WITH_IMM: {
-			struct sg landed = o->recv;
-			uint32_t left = o->len;
+			const struct sg *landed = &o->recv;
+			uint32_t at = 0, end = grh + o->len, x;
 			int j;
 
-			/* The receive's pieces hold the message, then
-			 * whatever room is left keeps the guard.
+			/* The receive's pieces hold the GRH area (UD), the
+			 * message, then whatever room is left keeps the
+			 * guard.
 			 */
-			for (j = 0; j < landed.n; j++) {
-				uint32_t l = RTE_MIN(left,
-						     landed.s[j].length);
-
+			for (j = 0; j < landed->n; j++) {
 				sg_gather(&(struct sg){ .n = 1,
-					  .s = { landed.s[j] } }, tmp);
-				CHECK(memcmp(tmp, o->data + (o->len - left),
-					     l) == 0, "%s: receive piece %d",
-				      what, j);
-				for (; l < landed.s[j].length; l++)
-					CHECK(tmp[l] == GUARD, "%s: receive "
-					      "piece %d byte %u past the "
-					      "message", what, j, l);
-				left -= RTE_MIN(left, landed.s[j].length);
+					  .s = { landed->s[j] } }, tmp);
+				for (x = 0; x < landed->s[j].length; x++, at++)
+					CHECK(at < grh || (at < end ?
+					      tmp[x] == o->data[at - grh] :
+					      tmp[x] == GUARD), "%s: byte %u "
+					      "of the receive (piece %d) %s",
+					      what, at, j, at < end ? "differs" :
+					      "past the message written");
 			}
-			sg_gaps_clean(&landed, what);
+			sg_gaps_clean(landed, what);
 			break;
 		}
 		case IBV_WR_RDMA_WRITE:
@@ -735,6 +805,8 @@ case_close(struct qcase *c)
 		CHECK(ibv_destroy_qp(c->qp[i]) == 0, "destroy_qp");
 		CHECK(ibv_destroy_cq(c->cq[i]) == 0, "destroy_cq");
 	}
+	if (c->ah != NULL)
+		CHECK(ibv_destroy_ah(c->ah) == 0, "destroy_ah");
 }
 
 static void
