@@ -17,7 +17,9 @@
  * model. A failure names its seed: DPIB_RANDOM_SEED=N reruns that case;
  * DPIB_RANDOM_CASES=N runs seeds 1 to N (default CASES). Under
  * DPIB_FAULTS (meson's random_faults) the cases are RC with a finite
- * timeout and retry count 7: every byte must still land exactly once. Then what the
+ * timeout and retry count 7: every byte must still land exactly once.
+ * With the argument "memif" the two ends are two devices joined by memif
+ * in this process (random_memif): the frames cross a real PMD. Then what the
  * draws found, as a fixed case: ce_traffic_class_sent_ect (and test_paced).
  */
 #include <arpa/inet.h>
@@ -26,7 +28,7 @@
 
 #include <rte_common.h>
 
-#include "verbs_util.h"
+#include "memif_pair.h"
 
 #define CASES		48
 #define BUF_LEN		(8u << 20)
@@ -39,6 +41,13 @@
 
 static struct ibv_device **list;
 static struct ibv_context *ctx;
+/* Each end's device, PD and MR of the buffer: A (qp[0], the first half) and
+ * B (qp[1], the second); the loopback device's own for both, or with the
+ * argument "memif" two devices joined by memif in this process.
+ */
+static struct ibv_context *ctx_of[2];
+static struct ibv_pd *pd_of[2];
+static struct ibv_mr *mr_of[2];
 static struct ibv_pd *pd;
 static uint8_t *buf;
 static struct ibv_mr *mr;
@@ -101,7 +110,7 @@ sg_make(struct sg *g, uint64_t base, uint64_t *off, uint32_t len,
 
 		g->s[i].addr = (uintptr_t)buf + base + *off;
 		g->s[i].length = l;
-		g->s[i].lkey = mr->lkey;
+		g->s[i].lkey = mr_of[base != 0]->lkey;
 		left -= l;
 		*off += l + rnd(0, GAP_MAX);
 	}
@@ -233,14 +242,14 @@ case_open(struct qcase *c)
 		c->cap[i].max_recv_sge = rnd(1, RTE_MIN(dev.max_sge,
 							MAX_PIECES));
 		c->cap[i].max_inline_data = rnd(0, 3) == 0 ? 0 : rnd(1, 256);
-		c->cq[i] = ibv_create_cq(ctx, c->cap[i].max_send_wr +
+		c->cq[i] = ibv_create_cq(ctx_of[i], c->cap[i].max_send_wr +
 					 c->cap[i].max_recv_wr + 8, NULL,
 					 NULL, 0);
 		CHECK(c->cq[i] != NULL, "seed %u: create_cq errno %d", c->seed,
 		      errno);
 		ia.send_cq = ia.recv_cq = c->cq[i];
 		ia.cap = c->cap[i];
-		c->qp[i] = ibv_create_qp(pd, &ia);
+		c->qp[i] = ibv_create_qp(pd_of[i], &ia);
 		CHECK(c->qp[i] != NULL, "seed %u: create_qp (wr %u/%u sge "
 		      "%u/%u inline %u) errno %d", c->seed,
 		      c->cap[i].max_send_wr, c->cap[i].max_recv_wr,
@@ -256,6 +265,14 @@ case_open(struct qcase *c)
 		      qi.cap.max_inline_data >= c->cap[i].max_inline_data,
 		      "seed %u: query_qp cap below what was asked", c->seed);
 	}
+}
+
+/* An AV toward end @to's device (its GID 0). */
+static void
+ah_to(struct ibv_ah_attr *ah, int to)
+{
+	ah_self(ctx_of[!to], ah);
+	CHECK(ibv_query_gid(ctx_of[to], 1, 0, &ah->grh.dgid) == 0, "GID 0");
 }
 
 /* UD: a Q_Key, an SQ PSN, and an AH to qp[1] with a random SL, traffic
@@ -292,11 +309,11 @@ ud_connect(struct qcase *c, const uint32_t *psn)
 		      "qkey %#x sq_psn %#x", c->seed, q.qp_state, q.qkey,
 		      q.sq_psn);
 	}
-	ah_self(ctx, &aa);
+	ah_to(&aa, 1);
 	aa.sl = rnd(0, 7);
 	aa.grh.traffic_class = rnd(0, 255);
 	aa.grh.hop_limit = rnd(1, 255);
-	c->ah = ibv_create_ah(pd, &aa);
+	c->ah = ibv_create_ah(pd_of[0], &aa);
 	CHECK(c->ah != NULL, "seed %u: create_ah errno %d", c->seed, errno);
 	c->mtu = port_mtu;	/* a UD message fits the port's MTU */
 }
@@ -350,7 +367,7 @@ case_connect(struct qcase *c)
 		a.path_mtu = c->mtu;
 		a.dest_qp_num = c->qp[!i]->qp_num;
 		a.rq_psn = psn[!i];
-		ah_self(ctx, &a.ah_attr);
+		ah_to(&a.ah_attr, !i);
 		a.ah_attr.sl = sl;
 		a.ah_attr.grh.traffic_class = tclass;
 		a.ah_attr.grh.hop_limit = hops;
@@ -552,7 +569,7 @@ batch(struct qcase *c, int nb)
 			o->local.start = aoff;
 			o->local.s[0].addr = (uintptr_t)buf + aoff;
 			o->local.s[0].length = 8;
-			o->local.s[0].lkey = mr->lkey;
+			o->local.s[0].lkey = mr_of[0]->lkey;
 			aoff += 8;
 			o->local.end = aoff;
 			aoff += 8;
@@ -638,7 +655,7 @@ batch(struct qcase *c, int nb)
 		if (is_atomic(o->opcode)) {
 			w.wr.atomic.remote_addr = (uintptr_t)buf + HALF +
 						  o->remote;
-			w.wr.atomic.rkey = mr->rkey;
+			w.wr.atomic.rkey = mr_of[1]->rkey;
 			w.wr.atomic.compare_add =
 				o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 				o->add : o->cmp;
@@ -650,7 +667,7 @@ batch(struct qcase *c, int nb)
 		} else {
 			w.wr.rdma.remote_addr = (uintptr_t)buf + HALF +
 						o->remote;
-			w.wr.rdma.rkey = mr->rkey;
+			w.wr.rdma.rkey = mr_of[1]->rkey;
 		}
 		ret = ibv_post_send(c->qp[0], &w, &bad);
 		CHECK(ret == 0, "seed %u batch %d: post_send %u (opcode %d, "
@@ -951,22 +968,45 @@ ce_traffic_class_sent_ect(void)
 }
 
 int
-main(void)
+main(int argc, char **argv)
 {
+	const int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
+	int two = argc > 1 && strcmp(argv[1], "memif") == 0, i;
 	struct ibv_port_attr pa;
 
-	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-			 IBV_ACCESS_REMOTE_ATOMIC, &mr);
+	if (two) {
+		memif_pair_config("random");
+		list = ibv_get_device_list(NULL);
+		CHECK(list != NULL && list[0] != NULL && list[1] != NULL,
+		      "two devices");
+		buf = aligned_alloc(4096, BUF_LEN);
+		CHECK(buf != NULL, "buffer");
+		for (i = 0; i < 2; i++) {
+			ctx_of[i] = open_when_active(list[i]);
+			pd_of[i] = ibv_alloc_pd(ctx_of[i]);
+			CHECK(pd_of[i] != NULL, "alloc_pd");
+			mr_of[i] = ibv_reg_mr(pd_of[i], buf, BUF_LEN, access);
+			CHECK(mr_of[i] != NULL, "reg_mr errno %d", errno);
+		}
+		ctx = ctx_of[0];
+	} else {
+		ctx = open_first(&list, &pd, &buf, BUF_LEN, access, &mr);
+		ctx_of[0] = ctx_of[1] = ctx;
+		pd_of[0] = pd_of[1] = pd;
+		mr_of[0] = mr_of[1] = mr;
+	}
 	CHECK(ibv_query_device(ctx, &dev) == 0, "query_device");
 	lossy = getenv("DPIB_FAULTS") != NULL && *getenv("DPIB_FAULTS") != 0;
 	CHECK(ibv_query_port(ctx, 1, &pa) == 0, "query_port");
 	port_mtu = pa.active_mtu;
 	RUN(random_cases);
-	if (!lossy)	/* counts frames that faults may drop */
+	if (!lossy && !two)	/* counts frames that faults may drop */
 		RUN(ce_traffic_class_sent_ect);
-	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0 &&
-	      ibv_close_device(ctx) == 0, "close");
+	for (i = 0; i < 1 + two; i++)
+		CHECK(ibv_dereg_mr(mr_of[i]) == 0 &&
+		      ibv_dealloc_pd(pd_of[i]) == 0 &&
+		      ibv_close_device(ctx_of[i]) == 0, "close");
 	ibv_free_device_list(list);
 	free(buf);
 	CHECK_DONE();
