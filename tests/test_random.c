@@ -204,6 +204,8 @@ struct qcase {
 	enum ibv_mtu mtu;
 	struct ibv_ah *ah;		/* UD: to qp[1] */
 	uint32_t qkey;
+	uint8_t rnr_retry;		/* qp[0]'s */
+	uint8_t rnr_timer;		/* qp[1]'s */
 };
 
 static int
@@ -359,6 +361,10 @@ case_connect(struct qcase *c)
 		uint8_t sl = rnd(0, 7), tclass = rnd(0, 255);
 		uint8_t hops = rnd(1, 255);
 
+		if (i == 0)
+			c->rnr_retry = rnr_retry;
+		else
+			c->rnr_timer = rnr_timer;
 		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0,
 		      "seed %u: INIT", c->seed);
@@ -527,6 +533,7 @@ batch(struct qcase *c, int nb)
 	uint8_t *tmp = malloc(MAX_LEN + 128);
 	int uc = c->type == IBV_QPT_UC;
 	uint32_t grh = c->type == IBV_QPT_UD ? 40 : 0;	/* a UD receive's */
+	int late;
 
 	CHECK(tmp != NULL, "malloc");
 	memset(buf, GUARD, BUF_LEN);
@@ -630,8 +637,13 @@ batch(struct qcase *c, int nb)
 	ops[k - 1].signaled = 1;	/* the batch's end */
 	for (i = 0; i < k; i++)
 		nsig += ops[i].signaled;
-	/* Receives first (UC drops a SEND without one). */
-	for (i = 0; i < k; i++) {
+	/* Receives first (UC and UD drop a SEND without one); RC, which
+	 * waits for them (RNR NAKs, retried forever at rnr_retry 7), now
+	 * and then after its SENDs, up to 2 ms later.
+	 */
+	late = c->type == IBV_QPT_RC && c->rnr_retry == 7 &&
+	       c->rnr_timer <= 14 && rnd(0, 3) == 0;
+	for (i = 0; i < k && !late; i++) {
 		struct op *o = &ops[i];
 		struct ibv_recv_wr r = { .wr_id = i, .sg_list = o->recv.s,
 					 .num_sge = o->recv.n };
@@ -673,6 +685,20 @@ batch(struct qcase *c, int nb)
 		CHECK(ret == 0, "seed %u batch %d: post_send %u (opcode %d, "
 		      "%u bytes, %d pieces, inline %d): %d", c->seed, nb, i,
 		      o->opcode, o->len, o->local.n, o->inl, ret);
+	}
+	if (late) {
+		usleep(rnd(0, 2000));
+		for (i = 0; i < k; i++) {
+			struct op *o = &ops[i];
+			struct ibv_recv_wr r = { .wr_id = i,
+						 .sg_list = o->recv.s,
+						 .num_sge = o->recv.n };
+
+			if (o->recv_idx < 0)
+				continue;
+			CHECK(ibv_post_recv(c->qp[1], &r, &rbad) == 0,
+			      "seed %u: late post_recv", c->seed);
+		}
 	}
 	/* The send completions, in order; the receives, in order. */
 	{
@@ -854,6 +880,9 @@ random_cases(void)
 	}
 	for (s = 1; s <= cases; s++)
 		run_case(s);
+	printf("# %u cases; RNR NAKs received %" PRIu64 ", retransmit timeouts "
+	       "%" PRIu64 "\n", cases, dev_counter(ctx_of[0], "rnr_nak_received"),
+	       dev_counter(ctx_of[0], "retransmit_timeout"));
 }
 
 /*
