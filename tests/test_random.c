@@ -4,7 +4,8 @@
 /*
  * test_random: random but valid attributes, as programs other than ours
  * choose them. Each case (a seed) draws a QP pair on the loopback device -
- * RC, UC or UD (a Q_Key and an AH), capabilities within the device's limits, path MTU, PSNs near
+ * RC, UC or UD (a Q_Key and an AH), the target's receives from its RQ or
+ * an SRQ, capabilities within the device's limits, path MTU, PSNs near
  * anything, timeout, retry counts, RNR timer, READ/atomic depths, access
  * flags - checks that ibv_query_qp reports what was set (and at least the
  * capabilities asked for), then runs batches of random work that those
@@ -204,6 +205,8 @@ struct qcase {
 	enum ibv_mtu mtu;
 	struct ibv_ah *ah;		/* UD: to qp[1] */
 	uint32_t qkey;
+	struct ibv_srq *srq;		/* qp[1]'s receives, or NULL */
+	uint32_t rq_wr, rq_sge;		/* qp[1]'s RQ or SRQ: its limits */
 	uint8_t rnr_retry;		/* qp[0]'s */
 	uint8_t rnr_timer;		/* qp[1]'s */
 };
@@ -244,8 +247,34 @@ case_open(struct qcase *c)
 		c->cap[i].max_recv_sge = rnd(1, RTE_MIN(dev.max_sge,
 							MAX_PIECES));
 		c->cap[i].max_inline_data = rnd(0, 3) == 0 ? 0 : rnd(1, 256);
+		if (i == 1 && rnd(0, 3) == 0) {
+			/* The target's receives from an SRQ. */
+			struct ibv_srq_init_attr sa = { .attr = {
+				.max_wr = rnd(1, RTE_MIN(dev.max_srq_wr, 256)),
+				.max_sge = rnd(1, RTE_MIN(dev.max_srq_sge,
+							  MAX_PIECES)) } };
+			struct ibv_srq_attr q;
+
+			c->srq = ibv_create_srq(pd_of[1], &sa);
+			CHECK(c->srq != NULL, "seed %u: create_srq (%u, %u) "
+			      "errno %d", c->seed, sa.attr.max_wr,
+			      sa.attr.max_sge, errno);
+			CHECK(ibv_query_srq(c->srq, &q) == 0 &&
+			      q.max_wr >= sa.attr.max_wr &&
+			      q.max_sge >= sa.attr.max_sge, "seed %u: "
+			      "query_srq below what was asked", c->seed);
+			ia.srq = c->srq;
+			c->cap[1].max_recv_wr = c->cap[1].max_recv_sge = 0;
+			c->rq_wr = sa.attr.max_wr;
+			c->rq_sge = sa.attr.max_sge;
+		} else if (i == 1) {
+			c->rq_wr = c->cap[1].max_recv_wr;
+			c->rq_sge = c->cap[1].max_recv_sge;
+		}
+		/* Room for every completion a batch may have in flight. */
 		c->cq[i] = ibv_create_cq(ctx_of[i], c->cap[i].max_send_wr +
-					 c->cap[i].max_recv_wr + 8, NULL,
+					 (i == 1 ? c->rq_wr :
+					  c->cap[i].max_recv_wr) + 8, NULL,
 					 NULL, 0);
 		CHECK(c->cq[i] != NULL, "seed %u: create_cq errno %d", c->seed,
 		      errno);
@@ -548,7 +577,7 @@ batch(struct qcase *c, int nb)
 		if (uc && i == k - 1 && !consumes_recv(o->opcode))
 			o->opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
 		if (consumes_recv(o->opcode) &&
-		    nrecv == c->cap[1].max_recv_wr) {
+		    nrecv == c->rq_wr) {
 			k = i;	/* the RQ is full: the batch ends here */
 			break;
 		}
@@ -618,8 +647,7 @@ batch(struct qcase *c, int nb)
 			uint32_t room = o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM
 					? 0 : grh + o->len + rnd(0, 64);
 
-			sg_make(&o->recv, HALF, &boff, room,
-				c->cap[1].max_recv_sge);
+			sg_make(&o->recv, HALF, &boff, room, c->rq_sge);
 			o->recv_idx = (int)nrecv++;
 		}
 		o->signaled = c->sig_all || rnd(0, 1);
@@ -650,7 +678,8 @@ batch(struct qcase *c, int nb)
 
 		if (o->recv_idx < 0)
 			continue;
-		CHECK(ibv_post_recv(c->qp[1], &r, &rbad) == 0,
+		CHECK((c->srq != NULL ? ibv_post_srq_recv(c->srq, &r, &rbad) :
+		       ibv_post_recv(c->qp[1], &r, &rbad)) == 0,
 		      "seed %u: post_recv (%d pieces)", c->seed, o->recv.n);
 	}
 	for (i = 0; i < k; i++) {
@@ -696,7 +725,9 @@ batch(struct qcase *c, int nb)
 
 			if (o->recv_idx < 0)
 				continue;
-			CHECK(ibv_post_recv(c->qp[1], &r, &rbad) == 0,
+			CHECK((c->srq != NULL ?
+			       ibv_post_srq_recv(c->srq, &r, &rbad) :
+			       ibv_post_recv(c->qp[1], &r, &rbad)) == 0,
 			      "seed %u: late post_recv", c->seed);
 		}
 	}
@@ -850,6 +881,8 @@ case_close(struct qcase *c)
 	}
 	if (c->ah != NULL)
 		CHECK(ibv_destroy_ah(c->ah) == 0, "destroy_ah");
+	if (c->srq != NULL)
+		CHECK(ibv_destroy_srq(c->srq) == 0, "destroy_srq");
 }
 
 static void
