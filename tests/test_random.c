@@ -12,7 +12,9 @@
  * attributes allow: SEND, SEND with immediate, WRITE, WRITE with
  * immediate, READ, FETCH_ADD, CMP_SWP; lengths from 0 to 20000 bytes
  * gathered from and scattered into 1 to max_sge pieces with gaps between
- * them, inline where it fits, signaled or not. Every byte is checked where
+ * them, inline where it fits, signaled or not; now and then the receives
+ * posted late (RNR), the requester drained (SQD) with its batch posted,
+ * attributes changed in RTS between batches. Every byte is checked where
  * it must land, the gaps and guards around it where it must not, every
  * completion's status, opcode, length and immediate, the atomics against a
  * model. A failure names its seed: DPIB_RANDOM_SEED=N reruns that case;
@@ -25,6 +27,7 @@
  */
 #include <arpa/inet.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdlib.h>
 
 #include <rte_common.h>
@@ -383,9 +386,14 @@ case_connect(struct qcase *c)
 		struct ibv_qp_init_attr qi;
 		int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		/* Without faults nothing is lost, but a test machine under
+		 * load may stall a process for milliseconds: at least 67 ms
+		 * and one retry, so that a stall costs a resend, not the
+		 * run.
+		 */
 		uint8_t timeout = lossy ? rnd(8, 14) :
-				  rnd(0, 3) == 0 ? 0 : rnd(10, 31);
-		uint8_t retry = lossy ? 7 : rnd(0, 7), rnr_retry = rnd(0, 7);
+				  rnd(0, 3) == 0 ? 0 : rnd(14, 31);
+		uint8_t retry = lossy ? 7 : rnd(1, 7), rnr_retry = rnd(0, 7);
 		uint8_t rnr_timer = rnd(1, 31);
 		uint8_t sl = rnd(0, 7), tclass = rnd(0, 255);
 		uint8_t hops = rnd(1, 255);
@@ -547,6 +555,90 @@ next_wc(struct ibv_cq *cq, uint32_t seed, const char *what)
 
 	CHECK(poll_one(cq, &wc, 10), "seed %u: no %s completion", seed, what);
 	return wc;
+}
+
+/* The next asynchronous event of @c's device: @type on @qp, within 10 s. */
+static void
+wait_event(struct ibv_context *c, enum ibv_event_type type,
+	   struct ibv_qp *qp, uint32_t seed)
+{
+	struct pollfd pf = { .fd = c->async_fd, .events = POLLIN };
+	struct ibv_async_event ev;
+
+	CHECK(poll(&pf, 1, 10000) == 1, "seed %u: no %s", seed,
+	      ibv_event_type_str(type));
+	CHECK(ibv_get_async_event(c, &ev) == 0, "get_async_event");
+	CHECK(ev.event_type == type && ev.element.qp == qp, "seed %u: event "
+	      "%s, want %s", seed, ibv_event_type_str(ev.event_type),
+	      ibv_event_type_str(type));
+	ibv_ack_async_event(&ev);
+}
+
+/*
+ * Between batches, RTS -> RTS with new random values of what may change
+ * there (ibv_modify_qp(3)): the target's access flags (RC, UC) and RNR
+ * timer (RC), both ends' Q_Key (UD); query_qp reports them.
+ */
+static void
+remodify(struct qcase *c)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTS }, q;
+	struct ibv_qp_init_attr qi;
+	int rc = c->type == IBV_QPT_RC, i;
+
+	if (c->type == IBV_QPT_UD) {
+		a.qkey = c->qkey = (uint32_t)rnd64() & 0x7fffffff;
+		for (i = 0; i < 2; i++) {
+			CHECK(ibv_modify_qp(c->qp[i], &a, IBV_QP_STATE |
+					    IBV_QP_QKEY) == 0, "seed %u: RTS "
+			      "-> RTS (Q_Key)", c->seed);
+			CHECK(ibv_query_qp(c->qp[i], &q, IBV_QP_STATE |
+					   IBV_QP_QKEY, &qi) == 0 &&
+			      q.qp_state == IBV_QPS_RTS && q.qkey == c->qkey,
+			      "seed %u: Q_Key %#x after RTS -> RTS", c->seed,
+			      q.qkey);
+		}
+		return;
+	}
+	if (rc) {
+		/* Not modifiable in RTS (the timeout, the retry counts): the
+		 * whole call fails with EINVAL and changes nothing.
+		 */
+		static const int fixed[] = { IBV_QP_TIMEOUT, IBV_QP_RETRY_CNT,
+					     IBV_QP_RNR_RETRY, IBV_QP_SQ_PSN };
+
+		a.timeout = 1;
+		a.retry_cnt = a.rnr_retry = 1;
+		a.qp_access_flags = 0;
+		CHECK(ibv_modify_qp(c->qp[0], &a, IBV_QP_STATE |
+				    IBV_QP_ACCESS_FLAGS |
+				    fixed[rnd(0, 3)]) == EINVAL, "seed %u: RTS "
+		      "-> RTS changing what it may not", c->seed);
+		CHECK(ibv_query_qp(c->qp[0], &q, IBV_QP_STATE |
+				   IBV_QP_RNR_RETRY, &qi) == 0 &&
+		      q.qp_state == IBV_QPS_RTS &&
+		      q.rnr_retry == c->rnr_retry, "seed %u: a refused "
+		      "modify changed the QP", c->seed);
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+	}
+	c->access = rnd(0, 1) ? IBV_ACCESS_REMOTE_WRITE : 0;
+	if (rc) {
+		c->access |= rnd(0, 1) ? IBV_ACCESS_REMOTE_READ : 0;
+		c->access |= rnd(0, 1) ? IBV_ACCESS_REMOTE_ATOMIC : 0;
+		a.min_rnr_timer = c->rnr_timer = rnd(1, 31);
+	}
+	a.qp_access_flags = c->access;
+	CHECK(ibv_modify_qp(c->qp[1], &a, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+			    (rc ? IBV_QP_MIN_RNR_TIMER : 0)) == 0,
+	      "seed %u: RTS -> RTS (access, RNR timer)", c->seed);
+	CHECK(ibv_query_qp(c->qp[1], &q, IBV_QP_STATE | IBV_QP_ACCESS_FLAGS |
+			   IBV_QP_MIN_RNR_TIMER, &qi) == 0 &&
+	      q.qp_state == IBV_QPS_RTS &&
+	      q.qp_access_flags == (unsigned int)c->access &&
+	      (!rc || q.min_rnr_timer == c->rnr_timer), "seed %u: query "
+	      "after RTS -> RTS: access %#x RNR timer %u", c->seed,
+	      q.qp_access_flags, q.min_rnr_timer);
 }
 
 /* One batch: drawn, posted, completed, checked. */
@@ -714,6 +806,27 @@ batch(struct qcase *c, int nb)
 		CHECK(ret == 0, "seed %u batch %d: post_send %u (opcode %d, "
 		      "%u bytes, %d pieces, inline %d): %d", c->seed, nb, i,
 		      o->opcode, o->len, o->local.n, o->inl, ret);
+	}
+	/* Now and then the requester is told to drain (SQD) with its batch
+	 * posted: what it had begun finishes, SQ_DRAINED comes, the rest
+	 * waits for SQD -> RTS.
+	 */
+	if (!late && rnd(0, 5) == 0) {
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD,
+					 .en_sqd_async_notify = 1 }, q;
+		struct ibv_qp_init_attr qi;
+
+		CHECK(ibv_modify_qp(c->qp[0], &a, IBV_QP_STATE |
+				    IBV_QP_EN_SQD_ASYNC_NOTIFY) == 0,
+		      "seed %u: RTS -> SQD", c->seed);
+		wait_event(ctx_of[0], IBV_EVENT_SQ_DRAINED, c->qp[0], c->seed);
+		CHECK(ibv_query_qp(c->qp[0], &q, IBV_QP_STATE, &qi) == 0 &&
+		      q.qp_state == IBV_QPS_SQD, "seed %u: state %d in SQD",
+		      c->seed, q.qp_state);
+		usleep(rnd(0, 1000));
+		a.qp_state = IBV_QPS_RTS;
+		CHECK(ibv_modify_qp(c->qp[0], &a, IBV_QP_STATE) == 0,
+		      "seed %u: SQD -> RTS", c->seed);
 	}
 	if (late) {
 		usleep(rnd(0, 2000));
@@ -895,8 +1008,11 @@ run_case(uint32_t seed)
 	case_open(&c);
 	case_connect(&c);
 	nb = rnd(1, 6);
-	for (b = 0; b < nb; b++)
+	for (b = 0; b < nb; b++) {
+		if (b > 0 && rnd(0, 2) == 0)
+			remodify(&c);
 		batch(&c, b);
+	}
 	case_close(&c);
 }
 
