@@ -12,7 +12,8 @@
  * attributes allow: SEND, SEND with immediate, WRITE, WRITE with
  * immediate, READ, FETCH_ADD, CMP_SWP; lengths from 0 to 20000 bytes
  * gathered from and scattered into 1 to max_sge pieces with gaps between
- * them, inline where it fits, signaled or not; now and then the receives
+ * them, inline where it fits, signaled or not, posted with ibv_post_send
+ * or (one case in three) ibv_wr_*; now and then the receives
  * posted late (RNR), the requester drained (SQD) with its batch posted,
  * attributes changed in RTS between batches. Every byte is checked where
  * it must land, the gaps and guards around it where it must not, every
@@ -210,6 +211,7 @@ struct qcase {
 	uint32_t qkey;
 	struct ibv_srq *srq;		/* qp[1]'s receives, or NULL */
 	uint32_t rq_wr, rq_sge;		/* qp[1]'s RQ or SRQ: its limits */
+	struct ibv_qp_ex *qpx;		/* qp[0] posts with ibv_wr_*, or NULL */
 	uint8_t rnr_retry;		/* qp[0]'s */
 	uint8_t rnr_timer;		/* qp[1]'s */
 };
@@ -283,7 +285,35 @@ case_open(struct qcase *c)
 		      errno);
 		ia.send_cq = ia.recv_cq = c->cq[i];
 		ia.cap = c->cap[i];
-		c->qp[i] = ibv_create_qp(pd_of[i], &ia);
+		if (i == 0 && rnd(0, 2) == 0) {
+			/* The requester posts through ibv_wr_* (its own
+			 * code path), every opcode its type has.
+			 */
+			struct ibv_qp_init_attr_ex ix = {
+				.qp_type = ia.qp_type, .sq_sig_all = ia.sq_sig_all,
+				.send_cq = ia.send_cq, .recv_cq = ia.recv_cq,
+				.cap = ia.cap, .pd = pd_of[0],
+				.comp_mask = IBV_QP_INIT_ATTR_PD |
+					     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
+				.send_ops_flags = IBV_QP_EX_WITH_SEND |
+					IBV_QP_EX_WITH_SEND_WITH_IMM,
+			};
+
+			if (c->type != IBV_QPT_UD)
+				ix.send_ops_flags |= IBV_QP_EX_WITH_RDMA_WRITE |
+					IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM;
+			if (c->type == IBV_QPT_RC)
+				ix.send_ops_flags |= IBV_QP_EX_WITH_RDMA_READ |
+					IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP |
+					IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+			c->qp[0] = ibv_create_qp_ex(ctx_of[0], &ix);
+			if (c->qp[0] != NULL) {
+				c->qpx = ibv_qp_to_qp_ex(c->qp[0]);
+				CHECK(c->qpx != NULL, "ibv_qp_to_qp_ex");
+			}
+		} else {
+			c->qp[i] = ibv_create_qp(pd_of[i], &ia);
+		}
 		CHECK(c->qp[i] != NULL, "seed %u: create_qp (wr %u/%u sge "
 		      "%u/%u inline %u) errno %d", c->seed,
 		      c->cap[i].max_send_wr, c->cap[i].max_recv_wr,
@@ -641,6 +671,65 @@ remodify(struct qcase *c)
 	      q.qp_access_flags, q.min_rnr_timer);
 }
 
+/* The batch through ibv_wr_*: one ibv_wr_start ... ibv_wr_complete. */
+static void
+post_ex(struct qcase *c, struct op *ops, uint32_t k)
+{
+	struct ibv_qp_ex *x = c->qpx;
+	uint32_t rkey = mr_of[1]->rkey, i;
+	int j;
+
+	ibv_wr_start(x);
+	for (i = 0; i < k; i++) {
+		struct op *o = &ops[i];
+		uint64_t ra = (uintptr_t)buf + HALF + o->remote;
+
+		x->wr_id = i;
+		x->wr_flags = (o->signaled ? IBV_SEND_SIGNALED : 0) |
+			      (o->inl ? IBV_SEND_INLINE : 0);
+		switch (o->opcode) {
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_SEND_WITH_IMM:
+			ibv_wr_send_imm(x, htonl(o->imm));
+			break;
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, rkey, ra);
+			break;
+		case IBV_WR_RDMA_WRITE_WITH_IMM:
+			ibv_wr_rdma_write_imm(x, rkey, ra, htonl(o->imm));
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, rkey, ra);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, rkey, ra, o->add);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, rkey, ra, o->cmp, o->swap);
+			break;
+		default:
+			CHECK(0, "opcode %d", o->opcode);
+		}
+		if (c->type == IBV_QPT_UD)
+			ibv_wr_set_ud_addr(x, c->ah, c->qp[1]->qp_num, c->qkey);
+		if (o->inl) {
+			struct ibv_data_buf d[MAX_PIECES];
+
+			for (j = 0; j < o->local.n; j++) {
+				d[j].addr = (void *)(uintptr_t)o->local.s[j].addr;
+				d[j].length = o->local.s[j].length;
+			}
+			ibv_wr_set_inline_data_list(x, o->local.n, d);
+		} else {
+			ibv_wr_set_sge_list(x, o->local.n, o->local.s);
+		}
+	}
+	CHECK(ibv_wr_complete(x) == 0, "seed %u: ibv_wr_complete of %u WRs",
+	      c->seed, k);
+}
+
 /* One batch: drawn, posted, completed, checked. */
 static void
 batch(struct qcase *c, int nb)
@@ -774,7 +863,9 @@ batch(struct qcase *c, int nb)
 		       ibv_post_recv(c->qp[1], &r, &rbad)) == 0,
 		      "seed %u: post_recv (%d pieces)", c->seed, o->recv.n);
 	}
-	for (i = 0; i < k; i++) {
+	if (c->qpx != NULL)
+		post_ex(c, ops, k);
+	for (i = 0; i < k && c->qpx == NULL; i++) {
 		struct op *o = &ops[i];
 		struct ibv_send_wr w = {
 			.wr_id = i, .sg_list = o->local.s,
