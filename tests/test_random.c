@@ -13,7 +13,8 @@
  * immediate, READ, FETCH_ADD, CMP_SWP; lengths from 0 to 20000 bytes
  * gathered from and scattered into 1 to max_sge pieces with gaps between
  * them, inline where it fits, signaled or not, posted with ibv_post_send
- * or (one case in three) ibv_wr_*; now and then the receives
+ * or (one case in three) ibv_wr_*, completions polled from plain or
+ * extended CQs; now and then the receives
  * posted late (RNR), the requester drained (SQD) with its batch posted,
  * attributes changed in RTS between batches. Every byte is checked where
  * it must land, the gaps and guards around it where it must not, every
@@ -212,6 +213,7 @@ struct qcase {
 	struct ibv_srq *srq;		/* qp[1]'s receives, or NULL */
 	uint32_t rq_wr, rq_sge;		/* qp[1]'s RQ or SRQ: its limits */
 	struct ibv_qp_ex *qpx;		/* qp[0] posts with ibv_wr_*, or NULL */
+	struct ibv_cq_ex *cqx[2];	/* polled with ibv_start_poll, or NULL */
 	uint8_t rnr_retry;		/* qp[0]'s */
 	uint8_t rnr_timer;		/* qp[1]'s */
 };
@@ -276,11 +278,30 @@ case_open(struct qcase *c)
 			c->rq_wr = c->cap[1].max_recv_wr;
 			c->rq_sge = c->cap[1].max_recv_sge;
 		}
-		/* Room for every completion a batch may have in flight. */
-		c->cq[i] = ibv_create_cq(ctx_of[i], c->cap[i].max_send_wr +
-					 (i == 1 ? c->rq_wr :
-					  c->cap[i].max_recv_wr) + 8, NULL,
-					 NULL, 0);
+		/* Room for every completion a batch may have in flight; an
+		 * extended CQ one time in three.
+		 */
+		if (rnd(0, 2) == 0) {
+			struct ibv_cq_init_attr_ex ca = {
+				.cqe = c->cap[i].max_send_wr + (i == 1 ?
+					c->rq_wr : c->cap[i].max_recv_wr) + 8,
+				.wc_flags = IBV_WC_EX_WITH_BYTE_LEN |
+					    IBV_WC_EX_WITH_IMM |
+					    IBV_WC_EX_WITH_QP_NUM |
+					    IBV_WC_EX_WITH_SRC_QP,
+			};
+
+			c->cqx[i] = ibv_create_cq_ex(ctx_of[i], &ca);
+			CHECK(c->cqx[i] != NULL, "seed %u: create_cq_ex errno "
+			      "%d", c->seed, errno);
+			c->cq[i] = ibv_cq_ex_to_cq(c->cqx[i]);
+		} else {
+			c->cq[i] = ibv_create_cq(ctx_of[i],
+						 c->cap[i].max_send_wr +
+						 (i == 1 ? c->rq_wr :
+						  c->cap[i].max_recv_wr) + 8,
+						 NULL, NULL, 0);
+		}
 		CHECK(c->cq[i] != NULL, "seed %u: create_cq errno %d", c->seed,
 		      errno);
 		ia.send_cq = ia.recv_cq = c->cq[i];
@@ -578,12 +599,37 @@ wc_opcode(enum ibv_wr_opcode op)
 	}
 }
 
+/* The next completion of end @side's CQ (ibv_poll_cq, or the extended
+ * CQ's start_poll/end_poll), within 10 s.
+ */
 static struct ibv_wc
-next_wc(struct ibv_cq *cq, uint32_t seed, const char *what)
+next_wc(const struct qcase *c, int side, const char *what)
 {
-	struct ibv_wc wc;
+	struct ibv_cq_ex *x = c->cqx[side];
+	struct ibv_poll_cq_attr pa = { 0 };
+	struct ibv_wc wc = { 0 };
+	double end = check_now() + 10;
+	int ret;
 
-	CHECK(poll_one(cq, &wc, 10), "seed %u: no %s completion", seed, what);
+	if (x == NULL) {
+		CHECK(poll_one(c->cq[side], &wc, 10), "seed %u: no %s "
+		      "completion", c->seed, what);
+		return wc;
+	}
+	while ((ret = ibv_start_poll(x, &pa)) == ENOENT)
+		CHECK(check_now() < end, "seed %u: no %s completion "
+		      "(extended CQ)", c->seed, what);
+	CHECK(ret == 0, "seed %u: ibv_start_poll: %d", c->seed, ret);
+	wc.wr_id = x->wr_id;
+	wc.status = x->status;
+	wc.opcode = ibv_wc_read_opcode(x);
+	wc.byte_len = ibv_wc_read_byte_len(x);
+	wc.wc_flags = ibv_wc_read_wc_flags(x);
+	if (wc.wc_flags & IBV_WC_WITH_IMM)
+		wc.imm_data = ibv_wc_read_imm_data(x);
+	wc.qp_num = ibv_wc_read_qp_num(x);
+	wc.src_qp = ibv_wc_read_src_qp(x);
+	ibv_end_poll(x);
 	return wc;
 }
 
@@ -940,7 +986,7 @@ batch(struct qcase *c, int nb)
 		uint32_t want = 0;
 
 		for (i = 0; i < nsig; i++) {
-			struct ibv_wc wc = next_wc(c->cq[0], c->seed, "send");
+			struct ibv_wc wc = next_wc(c, 0, "send");
 
 			CHECK(wc.status == IBV_WC_SUCCESS, "seed %u batch %d: "
 			      "wr %" PRIu64 " %s (opcode %d, %u bytes, %d "
@@ -968,7 +1014,7 @@ batch(struct qcase *c, int nb)
 
 		if (o->recv_idx < 0)
 			continue;
-		wc = next_wc(c->cq[1], c->seed, "receive");
+		wc = next_wc(c, 1, "receive");
 		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == i,
 		      "seed %u batch %d: receive wr %" PRIu64 " %s, want %u",
 		      c->seed, nb, wc.wr_id, ibv_wc_status_str(wc.status), i);
