@@ -151,7 +151,14 @@ ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
 	uint32_t i, n;
 
 	rte_spinlock_lock(&e->lock);
-	n = ib_queue_count(&e->q);
+	/* Every published record, not only those the consumer's cached
+	 * producer index counts: a record for the object pushed after the
+	 * last pop's refresh was left, and handed out after the object was
+	 * freed (a QP's LAST_WQE_REACHED: ibv_get_async_event then locked
+	 * the freed QP's mutex; test_random).
+	 */
+	e->q.prod_cache = __atomic_load_n(&e->q.prod, __ATOMIC_ACQUIRE);
+	n = e->q.prod_cache - e->q.cons;
 	for (i = 0; i < n; i++) {
 		uint8_t *slot = ib_queue_slot(&e->q, e->q.cons + i);
 
