@@ -333,7 +333,11 @@ ib_qp_flush(struct ib_qp *qp)
 	if (qp->resp.have_rwqe)
 		complete_flush(qp->rcq, qp, qp->resp.rwqe.w.wr_id, 1);
 	qp->resp.have_rwqe = 0;
-	qp->resp.rd_head = qp->resp.rd_tail = 0;
+	/* Responses owed before a queued fatal NAK still leave, in PSN
+	 * order, then the NAK (ib_resp.c's resp_fatal).
+	 */
+	if (!qp->resp.nak_queued)
+		qp->resp.rd_head = qp->resp.rd_tail = 0;
 	qp->comp.deadline = 0;
 	if (qp->srq != NULL)
 		return;		/* the SRQ's WQEs belong to the other QPs too */

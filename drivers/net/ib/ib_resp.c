@@ -504,6 +504,28 @@ resp_fatal(struct ib_qp *qp, struct ib_pkt *p, uint8_t syndrome)
 		qp->resp.last_op_mask = 0;
 		return;
 	}
+	/*
+	 * Responses leave in PSN order (IBA 9.7.5.1): READ responses and
+	 * atomic ACKs still queued answer requests before this one, so the
+	 * NAK goes behind them. Sent at once, it overtook them and the QP's
+	 * flush dropped them: the requester saw the NAK with an earlier
+	 * atomic unanswered and failed that one instead (test_random). The
+	 * QP is in Error from now on (nothing more is taken in).
+	 */
+	if (qp->resp.rd_head != qp->resp.rd_tail &&
+	    qp->resp.rd_head - qp->resp.rd_tail < IB_MAX_READ_JOBS) {
+		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
+						     IB_MAX_READ_JOBS];
+
+		memset(j, 0, sizeof(*j));
+		j->kind = IB_JOB_NAK;
+		j->psn = p->psn;
+		j->orig = syndrome;
+		qp->resp.rd_head++;
+		qp->resp.nak_queued = 1;
+		ib_qp_to_error(qp);
+		return;
+	}
 	ib_send_ack(qp, syndrome, p->psn);
 	ib_qp_to_error(qp);
 }
@@ -942,6 +964,13 @@ ib_resp_run(struct ib_qp *qp)
 				IB_MAX_READ_JOBS].kind == IB_JOB_ACK) {
 			qp->resp.rd_tail++;
 			continue;
+		}
+		if (j->kind == IB_JOB_NAK) {
+			/* The owed responses are out: the fatal NAK last. */
+			qp->resp.rd_tail++;
+			qp->resp.nak_queued = 0;
+			ib_send_ack(qp, (uint8_t)j->orig, j->psn);
+			return;
 		}
 		if (j->kind == IB_JOB_READ) {
 			if (!ib_pace_ok(qp))

@@ -352,6 +352,7 @@ enum ib_job_kind {
 	IB_JOB_READ,		/* READ response data */
 	IB_JOB_ATOMIC_ACK,	/* an ATOMIC ACKNOWLEDGE carrying orig */
 	IB_JOB_ACK,		/* the ACK of an ATOMIC WRITE */
+	IB_JOB_NAK,		/* a fatal NAK (syndrome in orig): then Error */
 };
 
 struct ib_read_job {
@@ -380,6 +381,7 @@ struct ib_resp {
 	uint32_t msn;
 	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
 	uint8_t nak_seq_sent;
+	uint8_t nak_queued;	/* an IB_JOB_NAK waits behind responses */
 	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
 	uint8_t ack_owed;	/* ... or for the peer's MAC (owed_*) */
 	uint8_t owed_syndrome;
