@@ -16,7 +16,10 @@
  * or (one case in three) ibv_wr_*, completions polled from plain or
  * extended CQs; now and then the receives
  * posted late (RNR), the requester drained (SQD) with its batch posted,
- * attributes changed in RTS between batches. Every byte is checked where
+ * attributes changed in RTS between batches; one RC case in four ends in
+ * a WR the target must refuse (past an MR's end, without the right, a key
+ * of no MR): REM_ACCESS_ERR, both QPs in Error, nothing written. Every
+ * byte is checked where
  * it must land, the gaps and guards around it where it must not, every
  * completion's status, opcode, length and immediate, the atomics against a
  * model. A failure names its seed: DPIB_RANDOM_SEED=N reruns that case;
@@ -195,6 +198,7 @@ struct op {
 	int signaled, inl;
 	uint32_t imm;
 	uint64_t add, cmp, swap, old;	/* atomics: the model */
+	uint32_t rkey;			/* 0: B's MR's */
 };
 
 struct qcase {
@@ -214,6 +218,8 @@ struct qcase {
 	uint32_t rq_wr, rq_sge;		/* qp[1]'s RQ or SRQ: its limits */
 	struct ibv_qp_ex *qpx;		/* qp[0] posts with ibv_wr_*, or NULL */
 	struct ibv_cq_ex *cqx[2];	/* polled with ibv_start_poll, or NULL */
+	int poison;			/* the last batch ends in a bad WR */
+	struct ibv_mr *bad_mr;		/* B's: what the bad WR aims at */
 	uint8_t rnr_retry;		/* qp[0]'s */
 	uint8_t rnr_timer;		/* qp[1]'s */
 };
@@ -717,18 +723,81 @@ remodify(struct qcase *c)
 	      q.qp_access_flags, q.min_rnr_timer);
 }
 
+/*
+ * A WR the target must refuse (REM_ACCESS_ERR, the QP then in Error) and
+ * write nothing of: a range past the end of B's small MR, an MR without
+ * the right, or a key that names none.
+ */
+#define BAD_OFF	(3u << 20)	/* B's small MR, in B's half */
+
+static const char *const bad_what[] = {
+	"past the MR's end", "without the access right", "a key of no MR",
+};
+
+static void
+poison_op(struct qcase *c, struct op *o, uint64_t *aoff)
+{
+	int rdat = c->rd_atomic != 0 && c->dest_rd_atomic != 0;
+	uint32_t kind = (uint32_t)c->poison - 1;
+
+	memset(o, 0, sizeof(*o));
+	o->recv_idx = -1;
+	o->signaled = 1;
+	o->opcode = rdat ? (enum ibv_wr_opcode)(rnd(0, 2) == 0 ?
+			   IBV_WR_RDMA_WRITE : rnd(0, 1) ? IBV_WR_RDMA_READ :
+			   IBV_WR_ATOMIC_FETCH_AND_ADD) : IBV_WR_RDMA_WRITE;
+	o->len = is_atomic(o->opcode) ? 8 : rnd(1, 8192);
+	o->data = malloc(o->len);
+	CHECK(o->data != NULL, "malloc");
+	fill_random(o->data, o->len);
+	if (is_atomic(o->opcode)) {
+		*aoff = RTE_ALIGN_CEIL(*aoff, 8);
+		o->local.n = 1;
+		o->local.start = *aoff;
+		o->local.s[0].addr = (uintptr_t)buf + *aoff;
+		o->local.s[0].length = 8;
+		o->local.s[0].lkey = mr_of[0]->lkey;
+		*aoff += 8;
+		o->local.end = *aoff;
+		*aoff += 8;
+		o->add = 1;
+	} else {
+		sg_make(&o->local, 0, aoff, o->len, c->cap[0].max_send_sge);
+		if (o->opcode == IBV_WR_RDMA_WRITE) {
+			uint32_t got = 0;
+			int j;
+
+			for (j = 0; j < o->local.n; j++) {
+				memcpy((void *)(uintptr_t)o->local.s[j].addr,
+				       o->data + got, o->local.s[j].length);
+				got += o->local.s[j].length;
+			}
+		}
+	}
+	o->rkey = c->bad_mr->rkey;
+	if (kind == 0)		/* crosses the end (an atomic: just past) */
+		o->remote = BAD_OFF + 4096 - (is_atomic(o->opcode) ? 0 :
+					      rnd(0, RTE_MIN(o->len, 4096u) - 1));
+	else			/* inside, 8-byte aligned */
+		o->remote = BAD_OFF + 8 * rnd(0, (4096 - RTE_MIN(o->len,
+						  4096u)) / 8);
+	if (kind == 2)
+		o->rkey ^= 0x80;	/* the MR's index, another key */
+}
+
 /* The batch through ibv_wr_*: one ibv_wr_start ... ibv_wr_complete. */
 static void
 post_ex(struct qcase *c, struct op *ops, uint32_t k)
 {
 	struct ibv_qp_ex *x = c->qpx;
-	uint32_t rkey = mr_of[1]->rkey, i;
+	uint32_t i;
 	int j;
 
 	ibv_wr_start(x);
 	for (i = 0; i < k; i++) {
 		struct op *o = &ops[i];
 		uint64_t ra = (uintptr_t)buf + HALF + o->remote;
+		uint32_t rkey = o->rkey ? o->rkey : mr_of[1]->rkey;
 
 		x->wr_id = i;
 		x->wr_flags = (o->signaled ? IBV_SEND_SIGNALED : 0) |
@@ -783,6 +852,7 @@ batch(struct qcase *c, int nb)
 	static struct op ops[MAX_BATCH];
 	uint32_t max_wr = RTE_MIN(c->cap[0].max_send_wr, (uint32_t)MAX_BATCH);
 	uint32_t k = rnd(1, max_wr), i, nrecv = 0, nsig = 0;
+	uint32_t badi = UINT32_MAX;	/* the poisoned WR's index */
 	uint64_t aoff = 0, boff = 0;
 	struct ibv_send_wr *bad;
 	struct ibv_recv_wr *rbad;
@@ -793,6 +863,8 @@ batch(struct qcase *c, int nb)
 
 	CHECK(tmp != NULL, "malloc");
 	memset(buf, GUARD, BUF_LEN);
+	if (c->poison)
+		k--;		/* room for the bad WR */
 	for (i = 0; i < k; i++) {
 		struct op *o = &ops[i];
 
@@ -885,6 +957,8 @@ batch(struct qcase *c, int nb)
 	 */
 	while (uc && k > 0 && !consumes_recv(ops[k - 1].opcode))
 		free(ops[--k].data);
+	if (c->poison)
+		poison_op(c, &ops[k], &aoff), badi = k++;
 	if (k == 0) {
 		free(tmp);
 		return;
@@ -897,7 +971,7 @@ batch(struct qcase *c, int nb)
 	 * and then after its SENDs, up to 2 ms later.
 	 */
 	late = c->type == IBV_QPT_RC && c->rnr_retry == 7 &&
-	       c->rnr_timer <= 14 && rnd(0, 3) == 0;
+	       c->rnr_timer <= 14 && rnd(0, 3) == 0 && !c->poison;
 	for (i = 0; i < k && !late; i++) {
 		struct op *o = &ops[i];
 		struct ibv_recv_wr r = { .wr_id = i, .sg_list = o->recv.s,
@@ -925,7 +999,7 @@ batch(struct qcase *c, int nb)
 		if (is_atomic(o->opcode)) {
 			w.wr.atomic.remote_addr = (uintptr_t)buf + HALF +
 						  o->remote;
-			w.wr.atomic.rkey = mr_of[1]->rkey;
+			w.wr.atomic.rkey = o->rkey ? o->rkey : mr_of[1]->rkey;
 			w.wr.atomic.compare_add =
 				o->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD ?
 				o->add : o->cmp;
@@ -937,7 +1011,7 @@ batch(struct qcase *c, int nb)
 		} else {
 			w.wr.rdma.remote_addr = (uintptr_t)buf + HALF +
 						o->remote;
-			w.wr.rdma.rkey = mr_of[1]->rkey;
+			w.wr.rdma.rkey = o->rkey ? o->rkey : mr_of[1]->rkey;
 		}
 		ret = ibv_post_send(c->qp[0], &w, &bad);
 		CHECK(ret == 0, "seed %u batch %d: post_send %u (opcode %d, "
@@ -948,7 +1022,7 @@ batch(struct qcase *c, int nb)
 	 * posted: what it had begun finishes, SQ_DRAINED comes, the rest
 	 * waits for SQD -> RTS.
 	 */
-	if (!late && rnd(0, 5) == 0) {
+	if (!late && !c->poison && rnd(0, 5) == 0) {
 		struct ibv_qp_attr a = { .qp_state = IBV_QPS_SQD,
 					 .en_sqd_async_notify = 1 }, q;
 		struct ibv_qp_init_attr qi;
@@ -988,6 +1062,14 @@ batch(struct qcase *c, int nb)
 		for (i = 0; i < nsig; i++) {
 			struct ibv_wc wc = next_wc(c, 0, "send");
 
+			if (wc.wr_id == badi) {
+				CHECK(wc.status == IBV_WC_REM_ACCESS_ERR,
+				      "seed %u: the bad WR (%s) completed %s",
+				      c->seed, bad_what[c->poison - 1],
+				      ibv_wc_status_str(wc.status));
+				want++;
+				continue;
+			}
 			CHECK(wc.status == IBV_WC_SUCCESS, "seed %u batch %d: "
 			      "wr %" PRIu64 " %s (opcode %d, %u bytes, %d "
 			      "pieces, inline %d; %s, MTU %d, access %#x, "
@@ -1049,6 +1131,25 @@ batch(struct qcase *c, int nb)
 
 		snprintf(what, sizeof(what), "seed %u batch %d wr %u op %d",
 			 c->seed, nb, i, o->opcode);
+		if (i == badi) {
+			/* Nothing landed: not in the target, not (READ)
+			 * in the local pieces.
+			 */
+			uint64_t x;
+
+			for (x = BAD_OFF; x < BAD_OFF + 4096 + MAX_LEN; x++)
+				CHECK(buf[HALF + x] == GUARD, "%s: the bad WR "
+				      "(%s) wrote the target at %" PRIu64,
+				      what, bad_what[c->poison - 1],
+				      x - BAD_OFF);
+			if (o->opcode == IBV_WR_RDMA_READ ||
+			    is_atomic(o->opcode))
+				for (x = o->local.start; x < o->local.end; x++)
+					CHECK(buf[x] == GUARD, "%s: the bad WR "
+					      "(%s) wrote its local buffer",
+					      what, bad_what[c->poison - 1]);
+			continue;
+		}
 		switch (o->opcode) {
 		case IBV_WR_SEND:
 		case IBV_WR_SEND_WITH_IMM: {
@@ -1123,9 +1224,10 @@ case_close(struct qcase *c)
 		struct ibv_qp_attr q;
 		struct ibv_qp_init_attr qi;
 
+		/* After a bad WR both ends are in Error (IBA 9.9.3.1). */
 		CHECK(ibv_query_qp(c->qp[i], &q, IBV_QP_STATE, &qi) == 0 &&
-		      q.qp_state == IBV_QPS_RTS, "seed %u: QP %d left RTS",
-		      c->seed, i);
+		      q.qp_state == (c->poison ? IBV_QPS_ERR : IBV_QPS_RTS),
+		      "seed %u: QP %d in state %d", c->seed, i, q.qp_state);
 		CHECK(ibv_destroy_qp(c->qp[i]) == 0, "destroy_qp");
 		CHECK(ibv_destroy_cq(c->cq[i]) == 0, "destroy_cq");
 	}
@@ -1133,6 +1235,8 @@ case_close(struct qcase *c)
 		CHECK(ibv_destroy_ah(c->ah) == 0, "destroy_ah");
 	if (c->srq != NULL)
 		CHECK(ibv_destroy_srq(c->srq) == 0, "destroy_srq");
+	if (c->bad_mr != NULL)
+		CHECK(ibv_dereg_mr(c->bad_mr) == 0, "dereg_mr");
 }
 
 static void
@@ -1148,6 +1252,22 @@ run_case(uint32_t seed)
 	for (b = 0; b < nb; b++) {
 		if (b > 0 && rnd(0, 2) == 0)
 			remodify(&c);
+		/* RC's last batch ends in a bad WR, one case in four (not
+		 * behind faults: a lost NAK leaves a requester whose peer is
+		 * in Error nothing but its timer).
+		 */
+		if (b == nb - 1 && c.type == IBV_QPT_RC && !lossy &&
+		    rnd(0, 3) == 0) {
+			c.poison = (int)rnd(1, 3);
+			c.bad_mr = ibv_reg_mr(pd_of[1], buf + HALF + BAD_OFF,
+					      4096, c.poison == 2 ?
+					      IBV_ACCESS_LOCAL_WRITE :
+					      IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE |
+					      IBV_ACCESS_REMOTE_READ |
+					      IBV_ACCESS_REMOTE_ATOMIC);
+			CHECK(c.bad_mr != NULL, "reg_mr errno %d", errno);
+		}
 		batch(&c, b);
 	}
 	case_close(&c);
