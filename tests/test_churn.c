@@ -18,7 +18,8 @@
  * each kind), and once the frames still on the loopback have been dropped
  * (within 2 s) the mbufs in use and the open descriptors are back at the
  * baseline exactly. The CM test (test_rdmacm inflight) does the same for
- * RC connections made through librdmacm.
+ * RC connections made through librdmacm. Then: a QP destroyed with an async
+ * event unread takes the event with it.
  */
 #include <dirent.h>
 #include <inttypes.h>
@@ -365,6 +366,61 @@ churn(void)
 	}
 }
 
+/* An SRQ QP sent to Error: it raises LAST_WQE_REACHED (C11-5.2.2). */
+static struct ibv_qp *
+srq_qp_to_error(struct ibv_cq *cq, struct ibv_srq *srq)
+{
+	struct ibv_qp *qp = make_qp(IBV_QPT_RC, cq, cq, srq);
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "to Error");
+	return qp;
+}
+
+static struct ibv_qp *
+next_async_qp(int ms)
+{
+	struct ibv_async_event ev;
+	struct ibv_qp *qp;
+
+	if (!fd_ready(ctx->async_fd, ms))
+		return NULL;
+	CHECK(ibv_get_async_event(ctx, &ev) == 0, "get_async_event");
+	CHECK(ev.event_type == IBV_EVENT_QP_LAST_WQE_REACHED, "event %s",
+	      ibv_event_type_str(ev.event_type));
+	qp = ev.element.qp;
+	ibv_ack_async_event(&ev);
+	return qp;
+}
+
+/*
+ * A QP destroyed with its async event unread: the event goes with it, even
+ * when it came after the reader last looked (one unread event of another
+ * QP already counted). It used to stay queued and be handed out after the
+ * QP was freed.
+ */
+static void
+destroyed_qp_takes_its_events(void)
+{
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 8, .max_sge = 1 } };
+	struct ibv_srq *srq = ibv_create_srq(pd, &sa);
+	struct ibv_cq *cq = cq_new();
+	struct ibv_qp *a, *b, *x;
+
+	CHECK(srq != NULL, "create_srq");
+	while (next_async_qp(0) != NULL)
+		;
+	a = srq_qp_to_error(cq, srq);
+	b = srq_qp_to_error(cq, srq);
+	CHECK(next_async_qp(5000) == a, "A's event first");
+	x = srq_qp_to_error(cq, srq);	/* behind B's, which was counted */
+	CHECK(ibv_destroy_qp(x) == 0, "destroy X");
+	CHECK(next_async_qp(5000) == b, "B's event next");
+	CHECK(next_async_qp(200) == NULL, "an event of the destroyed QP");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_srq(srq) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+}
+
 int
 main(void)
 {
@@ -372,6 +428,7 @@ main(void)
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			 IBV_ACCESS_REMOTE_ATOMIC, &mr);
 	RUN(churn);
+	RUN(destroyed_qp_takes_its_events);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0 &&
 	      ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);

@@ -124,16 +124,19 @@ ib_evq_pop(struct ib_evq *e, void *rec)
 		} else if (read(e->efd, &v, sizeof(v)) != sizeof(v)) {
 			return errno ? -errno : -EIO;
 		}
+		/* The count read is a valid record's: purged ones gave
+		 * theirs back (ib_evq_purge) and are only stepped over.
+		 */
 		rte_spinlock_lock(&e->lock);
-		if (ib_queue_count(&e->q) == 0) {
-			rte_spinlock_unlock(&e->lock);
-			continue;
+		valid = 0;
+		while (!valid && ib_queue_count(&e->q) != 0) {
+			slot = ib_queue_slot(&e->q, e->q.cons);
+			valid = *(uint32_t *)slot == REC_VALID;
+			if (valid)
+				memcpy(rec, slot + sizeof(uint32_t),
+				       e->rec_size);
+			ib_queue_consume(&e->q, e->q.cons + 1);
 		}
-		slot = ib_queue_slot(&e->q, e->q.cons);
-		valid = *(uint32_t *)slot == REC_VALID;
-		if (valid)
-			memcpy(rec, slot + sizeof(uint32_t), e->rec_size);
-		ib_queue_consume(&e->q, e->q.cons + 1);
 		rte_spinlock_unlock(&e->lock);
 		if (valid)
 			return 0;
@@ -162,8 +165,22 @@ ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
 	for (i = 0; i < n; i++) {
 		uint8_t *slot = ib_queue_slot(&e->q, e->q.cons + i);
 
-		if (match(slot + sizeof(uint32_t), arg))
+		if (*(uint32_t *)slot == REC_VALID &&
+		    match(slot + sizeof(uint32_t), arg)) {
+			struct pollfd p = { .fd = e->efd, .events = POLLIN };
+			uint64_t v;
+
 			*(uint32_t *)slot = 0;
+			/* Its count goes too: the descriptor stays readable
+			 * only while a record is there to read, and a reader
+			 * woken for a purged one would block in
+			 * ibv_get_async_event. A count not written yet (its
+			 * push under way) only wakes a reader once.
+			 */
+			if (poll(&p, 1, 0) == 1 &&
+			    read(e->efd, &v, sizeof(v)) != sizeof(v))
+				IB_LOG(DEBUG, "event fd: %s", strerror(errno));
+		}
 	}
 	rte_spinlock_unlock(&e->lock);
 }
