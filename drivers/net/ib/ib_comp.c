@@ -229,6 +229,24 @@ comp_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	comp_retire(qp, psn - 1);
 	if (!ib_sent_any(qp) && syndrome != AETH_NAK_PSN_SEQ)
 		return;
+	/*
+	 * A fatal NAK for a later request while the head WQE, a READ or an
+	 * atomic before it, still waits for its response: responses come in
+	 * PSN order, so that response was lost on the way and the NAK is not
+	 * the head's. Ask for it again, as for any lost response; the peer,
+	 * in Error now, will not answer, and the timer then fails the head
+	 * with RETRY_EXC_ERR. Failing the head with the NAK's status blamed
+	 * the wrong WR (test_random behind a lossy port).
+	 */
+	if (syndrome != AETH_NAK_PSN_SEQ) {
+		struct ib_swqe_state *st =
+			&qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
+
+		if (psn_diff(st->last_psn, psn) < 0) {
+			response_lost(qp, st);
+			return;
+		}
+	}
 	switch (syndrome) {
 	case AETH_NAK_PSN_SEQ:
 		if (unlikely(qp->dev->fault != NULL))
