@@ -29,6 +29,7 @@
 #include <rte_malloc.h>
 
 #include "verbs_lb.h"
+#include "usage.h"
 
 struct ibv_device **list;
 struct ibv_context *ctx;
@@ -48,33 +49,6 @@ struct usage {
 	int mbufs;
 	int fds;
 };
-
-static int
-fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	CHECK(d != NULL, "/proc/self/fd: errno %d", errno);
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-static size_t
-dpdk_heap(void)
-{
-	struct rte_malloc_socket_stats st;
-	size_t n = 0;
-	int s;
-
-	for (s = 0; s < RTE_MAX_NUMA_NODES; s++)
-		if (rte_malloc_get_socket_stats(s, &st) == 0)
-			n += st.heap_allocsz_bytes;
-	return n;
-}
 
 static struct usage
 usage_now(void)

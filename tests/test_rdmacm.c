@@ -49,6 +49,7 @@
 
 #include "roce_frame.h"
 #include "cm_msg.h"
+#include "usage.h"
 
 /* librdmacm's dpib addition (DPIB_RDMACM_0.1): MADs its CM dropped, by
  * cause.
@@ -2536,33 +2537,6 @@ cycle_established(int i)
 		CHECK(wait_event(second, RDMA_CM_EVENT_DISCONNECTED) == 0,
 		      "DISCONNECTED status");
 	live_destroy(second);
-}
-
-static int
-fd_count(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	struct dirent *e;
-	int n = 0;
-
-	CHECK(d != NULL, "/proc/self/fd: errno %d", errno);
-	while ((e = readdir(d)) != NULL)
-		n += e->d_name[0] != '.';
-	closedir(d);
-	return n;
-}
-
-static size_t
-dpdk_heap(void)
-{
-	struct rte_malloc_socket_stats st;
-	size_t n = 0;
-	int s;
-
-	for (s = 0; s < RTE_MAX_NUMA_NODES; s++)
-		if (rte_malloc_get_socket_stats(s, &st) == 0)
-			n += st.heap_allocsz_bytes;
-	return n;
 }
 
 static struct usage
