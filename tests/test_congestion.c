@@ -383,30 +383,42 @@ read_stream(void)
 /*
  * Four QPs share the port. Once they have found their windows (the first
  * moved STREAM_BYTES / 4), what each moves until the first has moved
- * STREAM_BYTES is within 25 % of the others.
+ * STREAM_BYTES is within 25 % of the others: in one of three windows in a
+ * row. Tail drop shares a port unevenly now and then (on a 2-vCPU EPYC
+ * whose vCPUs move on the host, the spread of single windows reached 1.24
+ * in 15 runs, and 1.28 once in a CI run); a QP the port starves stays
+ * starved in all three.
  */
 static void
 four_qps_fair(void)
 {
-	uint64_t lo = UINT64_MAX, hi = 0, total = 0, start[NQP];
+	uint64_t lo, hi, total, start[NQP];
 	double secs;
-	int q;
+	int q, window;
 
 	streams_open(NQP);
 	run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES / 4, 1);
-	for (q = 0; q < NQP; q++)
-		start[q] = st[q].bytes_done;
-	secs = run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES, 1);
-	for (q = 0; q < NQP; q++) {
-		uint64_t b = st[q].bytes_done - start[q];
+	for (window = 1;; window++) {
+		lo = UINT64_MAX;
+		hi = total = 0;
+		for (q = 0; q < NQP; q++)
+			start[q] = st[q].bytes_done;
+		secs = run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES,
+			   1);
+		for (q = 0; q < NQP; q++) {
+			uint64_t b = st[q].bytes_done - start[q];
 
-		lo = RTE_MIN(lo, b);
-		hi = RTE_MAX(hi, b);
-		total += b;
-		printf("# QP %d: %.1f MB\n", q, b / 1e6);
+			lo = RTE_MIN(lo, b);
+			hi = RTE_MAX(hi, b);
+			total += b;
+			printf("# window %d, QP %d: %.1f MB\n", window, q,
+			       b / 1e6);
+		}
+		if (lo * 1.25 >= hi || window == 3)
+			break;
 	}
-	CHECK(lo * 1.25 >= hi, "unfair: %.1f MB against %.1f MB", lo / 1e6,
-	      hi / 1e6);
+	CHECK(lo * 1.25 >= hi, "unfair in 3 windows in a row: %.1f MB "
+	      "against %.1f MB", lo / 1e6, hi / 1e6);
 	expect_share("4 QPs together", secs, total);
 	/* Let the others finish before their QPs go. */
 	run(NQP, IBV_WR_RDMA_WRITE, DEPTH / NQP, STREAM_BYTES, 0);
