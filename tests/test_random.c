@@ -187,6 +187,35 @@ sg_gather(const struct sg *g, uint8_t *out)
 	}
 }
 
+/* The reverse: @data spread over the pieces, in order. */
+static void
+sg_scatter(const struct sg *g, const uint8_t *data)
+{
+	int i;
+
+	for (i = 0; i < g->n; i++) {
+		memcpy((void *)(uintptr_t)g->s[i].addr, data, g->s[i].length);
+		data += g->s[i].length;
+	}
+}
+
+/* An atomic's 8-byte result, aligned, from *@off of A's half, a guard
+ * after it.
+ */
+static void
+sg_atomic_result(struct sg *g, uint64_t *off)
+{
+	*off = RTE_ALIGN_CEIL(*off, 8);
+	g->n = 1;
+	g->start = *off;
+	g->s[0].addr = (uintptr_t)buf + *off;
+	g->s[0].length = 8;
+	g->s[0].lkey = mr_of[0]->lkey;
+	*off += 8;
+	g->end = *off;
+	*off += 8;
+}
+
 struct op {
 	enum ibv_wr_opcode opcode;
 	uint32_t len;
@@ -751,28 +780,12 @@ poison_op(struct qcase *c, struct op *o, uint64_t *aoff)
 	CHECK(o->data != NULL, "malloc");
 	fill_random(o->data, o->len);
 	if (is_atomic(o->opcode)) {
-		*aoff = RTE_ALIGN_CEIL(*aoff, 8);
-		o->local.n = 1;
-		o->local.start = *aoff;
-		o->local.s[0].addr = (uintptr_t)buf + *aoff;
-		o->local.s[0].length = 8;
-		o->local.s[0].lkey = mr_of[0]->lkey;
-		*aoff += 8;
-		o->local.end = *aoff;
-		*aoff += 8;
+		sg_atomic_result(&o->local, aoff);
 		o->add = 1;
 	} else {
 		sg_make(&o->local, 0, aoff, o->len, c->cap[0].max_send_sge);
-		if (o->opcode == IBV_WR_RDMA_WRITE) {
-			uint32_t got = 0;
-			int j;
-
-			for (j = 0; j < o->local.n; j++) {
-				memcpy((void *)(uintptr_t)o->local.s[j].addr,
-				       o->data + got, o->local.s[j].length);
-				got += o->local.s[j].length;
-			}
-		}
+		if (o->opcode == IBV_WR_RDMA_WRITE)
+			sg_scatter(&o->local, o->data);
 	}
 	o->rkey = c->bad_mr->rkey;
 	if (kind == 0)		/* crosses the end (an atomic: just past) */
@@ -900,15 +913,7 @@ batch(struct qcase *c, int nb)
 			o->add = rnd64();
 			o->cmp = rnd(0, 1) ? cur : rnd64();
 			o->swap = rnd64();
-			aoff = RTE_ALIGN_CEIL(aoff, 8);
-			o->local.n = 1;
-			o->local.start = aoff;
-			o->local.s[0].addr = (uintptr_t)buf + aoff;
-			o->local.s[0].length = 8;
-			o->local.s[0].lkey = mr_of[0]->lkey;
-			aoff += 8;
-			o->local.end = aoff;
-			aoff += 8;
+			sg_atomic_result(&o->local, &aoff);
 		} else if (o->opcode == IBV_WR_RDMA_READ) {
 			boff += rnd(0, 7);
 			o->remote = boff;
@@ -919,18 +924,7 @@ batch(struct qcase *c, int nb)
 		} else {
 			sg_make(&o->local, 0, &aoff, o->len,
 				c->cap[0].max_send_sge);
-			{	/* the source pieces hold the data */
-				uint32_t got = 0;
-				int j;
-
-				for (j = 0; j < o->local.n; j++) {
-					memcpy((void *)(uintptr_t)
-					       o->local.s[j].addr,
-					       o->data + got,
-					       o->local.s[j].length);
-					got += o->local.s[j].length;
-				}
-			}
+			sg_scatter(&o->local, o->data);	/* the source */
 			if (o->opcode == IBV_WR_RDMA_WRITE ||
 			    o->opcode == IBV_WR_RDMA_WRITE_WITH_IMM) {
 				boff += rnd(0, 7);

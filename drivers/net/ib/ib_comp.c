@@ -96,7 +96,7 @@ comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 	} else {
 		ib_qp_mark_sqe(qp);
 		comp_wqe(qp, status);
-		ib_qp_to_sqe(qp);
+		ib_qp_flush_sq(qp);
 	}
 }
 

@@ -276,8 +276,7 @@ ib_cq_purge_qp(struct ib_cq *cq, uint32_t qpn)
 
 	rte_spinlock_lock(&cq->poll_lock);
 	/* Every published entry, not only those the last poll counted. */
-	cq->q.prod_cache = __atomic_load_n(&cq->q.prod, __ATOMIC_ACQUIRE);
-	n = cq->q.prod_cache - cq->q.cons;
+	n = ib_queue_count_all(&cq->q);
 	for (i = 0; i < n; i++) {
 		struct ibv_wc *e = ib_queue_slot(&cq->q, cq->q.cons + i);
 

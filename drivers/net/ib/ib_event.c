@@ -160,8 +160,7 @@ ib_evq_purge(struct ib_evq *e, int (*match)(const void *rec, void *arg),
 	 * freed (a QP's LAST_WQE_REACHED: ibv_get_async_event then locked
 	 * the freed QP's mutex; test_random).
 	 */
-	e->q.prod_cache = __atomic_load_n(&e->q.prod, __ATOMIC_ACQUIRE);
-	n = e->q.prod_cache - e->q.cons;
+	n = ib_queue_count_all(&e->q);
 	for (i = 0; i < n; i++) {
 		uint8_t *slot = ib_queue_slot(&e->q, e->q.cons + i);
 

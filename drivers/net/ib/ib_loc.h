@@ -186,6 +186,7 @@ int ib_qp_mark_error(struct ib_qp *qp);
 void ib_qp_flush_error(struct ib_qp *qp, int was);
 void ib_qp_to_sqe(struct ib_qp *qp);
 void ib_qp_mark_sqe(struct ib_qp *qp);
+void ib_qp_flush_sq(struct ib_qp *qp);
 void ib_qp_flush(struct ib_qp *qp);
 
 /* ib_post.c */

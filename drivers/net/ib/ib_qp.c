@@ -349,8 +349,8 @@ ib_qp_flush(struct ib_qp *qp)
 }
 
 /* Send side only: what UC and UD send errors lead to (IBA 10.3.1.6). */
-static void
-qp_flush_sq(struct ib_qp *qp)
+void
+ib_qp_flush_sq(struct ib_qp *qp)
 {
 	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
 
@@ -374,7 +374,7 @@ void
 ib_qp_to_sqe(struct ib_qp *qp)
 {
 	ib_qp_mark_sqe(qp);
-	qp_flush_sq(qp);
+	ib_qp_flush_sq(qp);
 }
 
 /*

@@ -78,6 +78,16 @@ ib_queue_count(struct ib_queue *q)
 	return n;
 }
 
+/* The consumer, outside its own pace (a purge): every entry published
+ * now, whatever its cached copy of the producer index says.
+ */
+static inline uint32_t
+ib_queue_count_all(struct ib_queue *q)
+{
+	q->prod_cache = __atomic_load_n(&q->prod, __ATOMIC_ACQUIRE);
+	return q->prod_cache - q->cons;
+}
+
 static inline void
 ib_queue_consume(struct ib_queue *q, uint32_t new_cons)
 {

@@ -514,14 +514,10 @@ resp_fatal(struct ib_qp *qp, struct ib_pkt *p, uint8_t syndrome)
 	 */
 	if (qp->resp.rd_head != qp->resp.rd_tail &&
 	    qp->resp.rd_head - qp->resp.rd_tail < IB_MAX_READ_JOBS) {
-		struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head %
-						     IB_MAX_READ_JOBS];
+		struct ib_read_job *j = job_push(qp, p->psn);
 
-		memset(j, 0, sizeof(*j));
 		j->kind = IB_JOB_NAK;
-		j->psn = p->psn;
 		j->orig = syndrome;
-		qp->resp.rd_head++;
 		qp->resp.nak_queued = 1;
 		ib_qp_to_error(qp);
 		return;
