@@ -61,16 +61,6 @@ step() {
 	DPIB_CONF=$conf DPIB_EXIT_COUNTERS=$counters-$name DPIB_RUN_NS=no \
 		timeout 600 "$build/app/dpib-run" "$@" 2>&1 | tee "/tmp/$name.log"
 	rc=${PIPESTATUS[0]}
-	# perftest times its report with a CPU clock it calibrates after the
-	# run against gettimeofday; a vCPU preempted then (two programs and
-	# QEMU on two CPUs) makes the fit fail and it exits 1 after the whole
-	# transfer completed. That is the guest's clock, not the transport:
-	# said, not counted (the zero-copy counters are still checked).
-	if [ "$rc" = 1 ] && grep -q "^Correlation coefficient" "/tmp/$name.log" &&
-	   grep -q "^Can't produce a report" "/tmp/$name.log"; then
-		say "$name: perftest could not calibrate its clock after the transfer; not a transport failure"
-		rc=0
-	fi
 	echo "$rc" >"$dir/done-$name"
 	say "$name: status $rc at $(up) s"
 	return "$rc"
@@ -92,12 +82,17 @@ sed -i 's/^mode = .*/mode = inline/' "$conf"
 cat "$conf"
 DPIB_CONF=$conf DPIB_RUN_NS=no "$build/app/dpib-run" ibv_devinfo -v | grep -E 'hca_core_clock|active_mtu'
 
+# -F: perftest times its report with a CPU clock it fits against
+# gettimeofday after the transfer; a vCPU preempted then (two programs and
+# QEMU on two CPUs) spoils the fit, and without -F the program exits 1
+# before its closing exchange, failing its peer too (CI, d3ec28b). With -F
+# it reports what it measured and closes.
 rc=0
 step pingpong ibv_rc_pingpong -d dpib0 -g 0 -n 200 -s 4096 10.0.2.2 ||
 	rc=1
-step write_bw ib_write_bw -d dpib0 -x 0 -s 65536 -n 300 --report_gbits \
+step write_bw ib_write_bw -d dpib0 -x 0 -s 65536 -n 300 --report_gbits -F \
 	10.0.2.2 || rc=1
-step read_bw ib_read_bw -d dpib0 -x 0 -s 65536 -n 300 --report_gbits -b \
+step read_bw ib_read_bw -d dpib0 -x 0 -s 65536 -n 300 --report_gbits -b -F \
 	10.0.2.2 || rc=1
 say "done at $(up) s, status $rc"
 exit "$rc"
