@@ -14,7 +14,9 @@
  *   - a multicast group with members on both engines: one copy each;
  *   - load that moves: traffic on one engine's QPs, then the other's, then
  *     both from two threads, while QPs are created and destroyed on the
- *     busy engine; each engine's figures move only with its own load.
+ *     busy engine; each engine's figures move only with its own load;
+ *   - frames an engine sent on the loopback port, waiting on its own RX
+ *     queue, are taken while the program waits on another engine's CQ.
  * With placement = cq (the default): QPs follow their CQ, so that a pair
  * on one CQ runs on one engine and nothing is handed over; a QP whose two
  * CQs belong to different engines makes its receive CQ shared.
@@ -479,6 +481,59 @@ moving_load(void)
 }
 
 /*
+ * What one engine sends on the loopback port comes back on its own RX
+ * queue, which wakes no sleeping loop: the program's calls (inline) and
+ * the loop's flush of held ACKs must see that it is taken. A pair across
+ * the engines, each end on a CQ of its own, no transport timeout (an ACK
+ * left unread would never be sent again): SENDs whose completion the
+ * program waits for on the requester's CQ alone, or after the receive on
+ * the responder's, with pauses that let the loops fall asleep. Each
+ * completes within a second (the loop's sleep then lasted forever on
+ * about one in a hundred, found by test_random).
+ */
+static void
+loopback_unread(void)
+{
+	struct pair_opts o = opts;
+	struct ibv_cq *cq[2];
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc;
+	int i;
+
+	o.timeout = 0;
+	for (i = 0; i < 2; i++)
+		cq[i] = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	a = rc_qp(cq[0], cq[0], NULL);
+	b = rc_qp(cq[1], cq[1], NULL);
+	CHECK(engine_of(a) != engine_of(b), "a pair across the engines");
+	qp_connect(a, b->qp_num, &o, IBV_MTU_1024, 0x100, 0x200);
+	qp_connect(b, a->qp_num, &o, IBV_MTU_1024, 0x200, 0x100);
+	for (i = 0; i < 1000; i++) {
+		recv_wqe(b, NULL, DST(1), 4096, 1000 + i);
+		CHECK(post(a, IBV_WR_SEND, SRC(1), NULL, 1 + i * 13 % 3000,
+			   (uint64_t)i) == 0, "SEND %d", i);
+		if (i % 2 == 1) {
+			CHECK(poll_one(cq[1], &wc, 1), "SEND %d: no receive", i);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000u + i,
+			      "receive %d: %s", i, ibv_wc_status_str(wc.status));
+		}
+		CHECK(poll_one(cq[0], &wc, 1), "SEND %d: no completion "
+		      "within 1 s (its ACK left on a loopback queue)", i);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i,
+		      "SEND %d: %s", i, ibv_wc_status_str(wc.status));
+		if (i % 2 == 0) {
+			CHECK(poll_one(cq[1], &wc, 1), "SEND %d: no receive", i);
+			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000u + i,
+			      "receive %d", i);
+		}
+		usleep((useconds_t)(i % 5) * 300);
+	}
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	for (i = 0; i < 2; i++)
+		CHECK(ibv_destroy_cq(cq[i]) == 0, "destroy cq");
+}
+
+/*
  * placement = cq: a QP goes to its send CQ's engine, a new CQ's first QP
  * to the engine with fewer QPs; a pair on one CQ then never hands frames
  * over. A QP whose receive CQ is another engine's shares that CQ.
@@ -546,6 +601,7 @@ main(void)
 		RUN(shared_cq_srq);
 		RUN(multicast_engines);
 		RUN(moving_load);
+		RUN(loopback_unread);
 	} else {
 		RUN(placement_cq);
 	}

@@ -546,6 +546,7 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	 * QPs must not take in only a burst's worth of what they wait for.
 	 */
 	work = 0;
+	sh->loop_unread = 0;	/* the bursts below take what it sent */
 	do {
 		n = rte_eth_rx_burst(dev->port_id, sh->queue, pkts,
 				     IB_RX_BURST);
@@ -598,8 +599,11 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	if (timed && sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - now) *
 					       ENG_TIME_EVERY;
+	/* Frames it sent on a loopback port wait on its own RX queue: work
+	 * for the next pass, even those a hold queued in an earlier one.
+	 */
 	return work + (unsigned int)(sh->tx_queued - queued) +
-	       (sh->id == 0 ? ib_fault_pending(dev) : 0);
+	       (sh->id == 0 ? ib_fault_pending(dev) : 0) + sh->loop_unread;
 }
 
 /* One pass over every shard of the engine (the caller may run them). */
@@ -633,6 +637,17 @@ loop_pass(struct ib_engine *e)
 	return work;
 }
 
+/* Frames an engine's shards sent on loopback ports, not yet received. */
+static inline int
+loop_unread(const struct ib_engine *e)
+{
+	uint32_t i, n = 0;
+
+	for (i = 0; i < e->nsh; i++)
+		n |= e->sh[i]->loop_unread;
+	return n != 0;
+}
+
 /* Anything due without a frame or a doorbell: transport timers, TX. */
 static int
 timers_pending(struct ib_engine *e)
@@ -643,7 +658,8 @@ timers_pending(struct ib_engine *e)
 	for (i = 0; i < e->nsh; i++) {
 		struct ib_shard *sh = e->sh[i];
 
-		if (sh->tx_n != 0 || !TAILQ_EMPTY(&sh->waiting) ||
+		if (sh->tx_n != 0 || sh->loop_unread ||
+		    !TAILQ_EMPTY(&sh->waiting) ||
 		    (sh->id == 0 && ib_fault_pending(sh->dev)) ||
 		    (sh->handoff != NULL && !rte_ring_empty(sh->handoff)) ||
 		    (sh->self != NULL && !rte_ring_empty(sh->self)))
@@ -1472,7 +1488,7 @@ drive(struct ib_engine *e, struct ib_qp *post, int ring)
 {
 	uint64_t now;
 	uint32_t self;
-	int work;
+	int work, unread;
 
 	/*
 	 * The time of the call, for the loop (app_tsc): a post reads the
@@ -1512,7 +1528,17 @@ drive(struct ib_engine *e, struct ib_qp *post, int ring)
 	else
 		work = (int)passes(e, post != NULL ? rte_rdtsc() : now);
 	ib_self = self;
+	/* A loop asleep on a loopback port waits for doorbells only; what
+	 * this pass sent there, on its queue, is its to take (the program
+	 * may wait on another engine's CQ meanwhile). Read under the lock,
+	 * no fence: a loop that stored `sleeping` before its last look took
+	 * the lock before this pass did.
+	 */
+	unread = loop_unread(e) &&
+		 __atomic_load_n(&e->sleeping, __ATOMIC_RELAXED);
 	run_unlock(e);
+	if (unlikely(unread))
+		ring_efd(e);
 	return work;
 }
 

@@ -553,6 +553,8 @@ ib_tx_flush(struct ib_dev *dev)
 	if (unlikely(sent == 0) && link_down(dev, sh))
 		return;
 	sh->cnt[IB_CNT_TX_PKTS] += sent;
+	if (dev->conf.loopback)
+		sh->loop_unread |= sent;
 	if (sent < sh->tx_n)
 		memmove(sh->tx_pending, sh->tx_pending + sent,
 			(sh->tx_n - sent) * sizeof(sh->tx_pending[0]));

@@ -563,6 +563,9 @@ struct ib_shard {
 	uint32_t tx_held;		/* ... its first tx_held frames */
 	uint32_t tx_ack_end;		/* an ACK queued since the last flush
 					 * covers a message's last packet */
+	uint32_t loop_unread;		/* loopback port: it sent frames since
+					 * its last receive (they wait on its
+					 * own RX queue, which wakes nobody) */
 	uint64_t now;			/* the running pass's TSC, else 0 */
 	uint32_t pass_rand;		/* xorshift state: passes timed */
 	uint32_t pass_id;		/* passes begun */
