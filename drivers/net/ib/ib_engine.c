@@ -599,8 +599,9 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	if (timed && sh->tx_queued != queued)
 		sh->cnt[IB_CNT_CYCLES_SEND] += (rte_rdtsc() - now) *
 					       ENG_TIME_EVERY;
-	/* Frames it sent on a loopback port wait on its own RX queue: work
-	 * for the next pass, even those a hold queued in an earlier one.
+	/* Frames it sent itself (a loopback port's RX queue, its `self`
+	 * ring) are work for the next pass, even those a hold queued in an
+	 * earlier one.
 	 */
 	return work + (unsigned int)(sh->tx_queued - queued) +
 	       (sh->id == 0 ? ib_fault_pending(dev) : 0) + sh->loop_unread;
@@ -637,7 +638,7 @@ loop_pass(struct ib_engine *e)
 	return work;
 }
 
-/* Frames an engine's shards sent on loopback ports, not yet received. */
+/* Frames an engine's shards sent themselves, not yet received. */
 static inline int
 loop_unread(const struct ib_engine *e)
 {
@@ -1528,9 +1529,9 @@ drive(struct ib_engine *e, struct ib_qp *post, int ring)
 	else
 		work = (int)passes(e, post != NULL ? rte_rdtsc() : now);
 	ib_self = self;
-	/* A loop asleep on a loopback port waits for doorbells only; what
-	 * this pass sent there, on its queue, is its to take (the program
-	 * may wait on another engine's CQ meanwhile). Read under the lock,
+	/* What this pass sent the engine itself wakes no sleeping loop (on
+	 * a loopback port it waits for doorbells only); the program may wait
+	 * on another engine's CQ meanwhile. Read under the lock,
 	 * no fence: a loop that stored `sleeping` before its last look took
 	 * the lock before this pass did.
 	 */

@@ -500,6 +500,7 @@ loop_back(struct ib_dev *dev, struct ib_shard *sh)
 		}
 		if (rte_ring_sp_enqueue(sh->self, m) == 0) {
 			sh->cnt[IB_CNT_TX_LOOPBACK]++;
+			sh->loop_unread = 1;
 		} else {
 			sh->cnt[IB_CNT_TX_LOOPBACK_DROP]++;
 			rte_pktmbuf_free(m);
