@@ -486,6 +486,105 @@ ud_wrong_qkey(void)
 	CHECK(ibv_destroy_qp(ud) == 0, "destroy");
 }
 
+/*
+ * What the target sent @PEER_QPN in the capture, from frame @skip on:
+ * READ response packets, and those of them after the first NAK; that
+ * NAK's syndrome and PSN (-1: none). Returns the frames seen.
+ */
+struct answers {
+	int responses, late, nak_syn;
+	uint32_t nak_psn;
+};
+
+static int
+answers_since(int skip, struct answers *a)
+{
+	struct pcap_file pf;
+	const uint8_t *d;
+	uint32_t len;
+	int n = 0;
+
+	memset(a, 0, sizeof(*a));
+	a->nak_syn = -1;
+	CHECK(pcap_open(&pf, capture) == 0, "open %s", capture);
+	while (pcap_next(&pf, &d, &len) == 1) {
+		const uint8_t *bth = d + 14 + 20 + 8;
+
+		if (len < 14 + 20 + 8 + 12 + 4 || d[12] != 0x08 || d[13] != 0 ||
+		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != PEER_QPN ||
+		    n++ < skip)
+			continue;
+		if (bth[0] >= IB_RC_READ_RESPONSE_FIRST &&
+		    bth[0] <= IB_RC_READ_RESPONSE_ONLY) {
+			a->responses++;
+			a->late += a->nak_syn >= 0;
+		} else if (bth[0] == IB_RC_ACKNOWLEDGE && (bth[12] & 0x60) ==
+			   0x60 && a->nak_syn < 0) {
+			a->nak_syn = bth[12];
+			a->nak_psn = (uint32_t)(bth[9] << 16 | bth[10] << 8 |
+						bth[11]);
+		}
+	}
+	pcap_close(&pf);
+	return n;
+}
+
+/*
+ * More READs than max_dest_rd_atomic at the largest value the device
+ * allows (max_qp_rd_atom, which perftest asks for): the first one beyond
+ * draws NAK Invalid Request (9.4.4: no responder resources), and it leaves
+ * behind every response owed to the READs before it (9.7.5.1: PSN order),
+ * which all leave in full, and nothing after it. The response queue is
+ * full then; the NAK had no slot in it and was sent at once, ahead of them.
+ */
+static void
+nak_behind_full_queue(void)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_RESET };
+	struct ibv_device_attr da;
+	struct pair_opts o = rc;
+	uint8_t f[256], ext[16];
+	struct answers ans;
+	struct ibv_wc wc;
+	uint32_t i, k, psn = RQ_PSN, pkts = REG / MTU;
+	double end;
+	int skip;
+
+	CHECK(ibv_query_device(w.ctx, &da) == 0, "query_device");
+	o.max_rd_atomic = (uint8_t)da.max_qp_rd_atom;
+	CHECK(ibv_modify_qp(w.qp[1], &a, IBV_QP_STATE) == 0, "reset");
+	qp_connect(w.qp[1], PEER_QPN, &o, IBV_MTU_1024, RQ_PSN, 1);
+	marker_sync(&w);
+	skip = answers_since(0, &ans);
+	reth(ext, (uintptr_t)region(R_RW), mr[R_RW]->rkey, REG);
+	for (i = 0; i < (uint32_t)da.max_qp_rd_atom + 32; i++, psn += pkts)
+		CHECK(dpib_inject(w.ctx, f, frame(f, htonl(INADDR_LOOPBACK),
+			IB_RC_READ_REQUEST, tqpn, psn, ext, 16, NULL, 0)) == 0,
+		      "inject READ %u", i);
+	end = check_now() + WAIT;
+	do {
+		CHECK(ibv_poll_cq(w.cq[1], 1, &wc) >= 0, "poll");
+		answers_since(skip, &ans);
+	} while ((ans.nak_syn < 0 ||
+		  ans.responses < (int)((ans.nak_psn - RQ_PSN) / pkts * pkts)) &&
+		 check_now() < end);
+	marker_sync(&w);
+	marker_sync(&w);
+	answers_since(skip, &ans);
+	CHECK(ans.nak_syn == NAK_INVALID, "answered %#x, want NAK invalid "
+	      "request", ans.nak_syn);
+	k = (ans.nak_psn - RQ_PSN) / pkts;
+	CHECK(ans.nak_psn == RQ_PSN + k * pkts &&
+	      k >= (uint32_t)da.max_qp_rd_atom,
+	      "NAK at PSN %u: READ %u", ans.nak_psn, k);
+	CHECK(ans.responses == (int)(k * pkts) && ans.late == 0,
+	      "%d response packets, %d after the NAK; want the %u of the %u "
+	      "READs before it, none after", ans.responses, ans.late,
+	      k * pkts, k);
+	CHECK(counter(&w, "nak_sent") > 0, "counted");
+	expect_untouched("READs beyond the responder's resources");
+}
+
 /* READ responses and atomic ACKs nobody asked for write nothing. */
 static void
 forged_responses_stale(void)
@@ -635,6 +734,7 @@ main(void)
 	RUN(windows_enforced);
 	RUN(headers_checked);
 	RUN(ud_wrong_qkey);
+	RUN(nak_behind_full_queue);
 	RUN(forged_responses_stale);
 	RUN(forged_cnp);
 	for (r = 0; r < NREG; r++)

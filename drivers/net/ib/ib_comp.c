@@ -486,7 +486,7 @@ ib_qp_runnable(const struct ib_qp *qp)
 	uint32_t prod = __atomic_load_n(&qp->sq.prod, __ATOMIC_ACQUIRE);
 
 	if (qp->resp.rd_head != qp->resp.rd_tail || qp->resp.ack_owed ||
-	    qp->resp.ack_pending || qp->comp.zc_wait)
+	    qp->resp.ack_pending || qp->resp.nak_queued || qp->comp.zc_wait)
 		return 1;
 	switch (state) {
 	case IBV_QPS_RTS:

@@ -510,15 +510,19 @@ resp_fatal(struct ib_qp *qp, struct ib_pkt *p, uint8_t syndrome)
 	 * NAK goes behind them. Sent at once, it overtook them and the QP's
 	 * flush dropped them: the requester saw the NAK with an earlier
 	 * atomic unanswered and failed that one instead (test_random). The
-	 * QP is in Error from now on (nothing more is taken in).
+	 * QP is in Error from now on (nothing more is taken in). The NAK
+	 * waits beside the job ring, not in it: a full ring (as many
+	 * requests outstanding as max_dest_rd_atomic allows, the usual way
+	 * to exceed it) has no slot for it. An ACK held for an earlier PSN
+	 * is dropped, as job_push does: the NAK acknowledges it.
 	 */
-	if (qp->resp.rd_head != qp->resp.rd_tail &&
-	    qp->resp.rd_head - qp->resp.rd_tail < IB_MAX_READ_JOBS) {
-		struct ib_read_job *j = job_push(qp, p->psn);
-
-		j->kind = IB_JOB_NAK;
-		j->orig = syndrome;
+	if (qp->resp.rd_head != qp->resp.rd_tail) {
 		qp->resp.nak_queued = 1;
+		qp->resp.nak_syndrome = syndrome;
+		qp->resp.nak_psn = p->psn;
+		qp->resp.ack_pending = 0;
+		qp->resp.ack_held = 0;
+		ib_engine_activate(qp);
 		ib_qp_to_error(qp);
 		return;
 	}
@@ -961,13 +965,6 @@ ib_resp_run(struct ib_qp *qp)
 			qp->resp.rd_tail++;
 			continue;
 		}
-		if (j->kind == IB_JOB_NAK) {
-			/* The owed responses are out: the fatal NAK last. */
-			qp->resp.rd_tail++;
-			qp->resp.nak_queued = 0;
-			ib_send_ack(qp, (uint8_t)j->orig, j->psn);
-			return;
-		}
 		if (j->kind == IB_JOB_READ) {
 			if (!ib_pace_ok(qp))
 				return;		/* DCQCN: not due yet */
@@ -979,7 +976,9 @@ ib_resp_run(struct ib_qp *qp)
 		}
 
 		if (ret == -EACCES) {
-			qp->resp.rd_tail++;
+			/* The QP fails here: nothing after this NAK. */
+			qp->resp.rd_tail = qp->resp.rd_head;
+			qp->resp.nak_queued = 0;
 			ib_send_ack(qp, AETH_NAK_REM_ACCESS, j->psn);
 			ib_qp_to_error(qp);
 			return;
@@ -989,6 +988,13 @@ ib_resp_run(struct ib_qp *qp)
 		if (ret == 1)
 			qp->resp.rd_tail++;
 	}
-	if (qp->resp.rd_tail == qp->resp.rd_head && !ack_hold(qp))
+	if (qp->resp.rd_tail != qp->resp.rd_head)
+		return;
+	if (unlikely(qp->resp.nak_queued)) {
+		/* The owed responses are out: the fatal NAK last. */
+		qp->resp.nak_queued = 0;
+		ib_send_ack(qp, qp->resp.nak_syndrome, qp->resp.nak_psn);
+	} else if (!ack_hold(qp)) {
 		ack_flush(qp);
+	}
 }

@@ -352,7 +352,6 @@ enum ib_job_kind {
 	IB_JOB_READ,		/* READ response data */
 	IB_JOB_ATOMIC_ACK,	/* an ATOMIC ACKNOWLEDGE carrying orig */
 	IB_JOB_ACK,		/* the ACK of an ATOMIC WRITE */
-	IB_JOB_NAK,		/* a fatal NAK (syndrome in orig): then Error */
 };
 
 struct ib_read_job {
@@ -381,7 +380,8 @@ struct ib_resp {
 	uint32_t msn;
 	uint32_t last_op_mask;	/* inside a multi-packet SEND or WRITE */
 	uint8_t nak_seq_sent;
-	uint8_t nak_queued;	/* an IB_JOB_NAK waits behind responses */
+	uint8_t nak_queued;	/* a fatal NAK waits behind the responses */
+	uint8_t nak_syndrome;	/* ... its AETH syndrome */
 	uint8_t ack_pending;	/* an ACK of ack_psn waits for the burst end */
 	uint8_t ack_owed;	/* ... or for the peer's MAC (owed_*) */
 	uint8_t owed_syndrome;
@@ -391,6 +391,7 @@ struct ib_resp {
 	uint32_t ack_pass;	/* the shard's pass of the last of them */
 	uint32_t ack_psn;
 	uint32_t owed_psn;
+	uint32_t nak_psn;	/* the queued NAK's */
 	/* Current SEND: the receive WQE being filled. */
 	int have_rwqe;
 	uint32_t recv_off;
@@ -563,9 +564,10 @@ struct ib_shard {
 	uint32_t tx_held;		/* ... its first tx_held frames */
 	uint32_t tx_ack_end;		/* an ACK queued since the last flush
 					 * covers a message's last packet */
-	uint32_t loop_unread;		/* loopback port: it sent frames since
-					 * its last receive (they wait on its
-					 * own RX queue, which wakes nobody) */
+	uint32_t loop_unread;		/* it sent frames to itself (a loopback
+					 * port's RX queue, its `self` ring)
+					 * since its last receive: they wake
+					 * no sleeping loop */
 	uint64_t now;			/* the running pass's TSC, else 0 */
 	uint32_t pass_rand;		/* xorshift state: passes timed */
 	uint32_t pass_id;		/* passes begun */
