@@ -14,7 +14,8 @@
  *                               exit() (librdmacm tells the peer, as the
  *                               kernel does for a process that dies) or
  *                               SIGKILL (nobody tells it)
- * Exit status 0 when the side saw what it must.
+ * Exit status 0 when the side saw what it must; the server's 3: its
+ * REP went unanswered (UNREACHABLE), the client's RTU never came.
  */
 #include <errno.h>
 #include <poll.h>
@@ -101,6 +102,8 @@ server(struct rdma_event_channel *ch, struct sockaddr_in *sin, int active)
 				      .initiator_depth = 1,
 				      .rnr_retry_count = 7 };
 	struct rdma_cm_id *l, *id = NULL;
+	enum rdma_cm_event_type got;
+	struct rdma_cm_event *ev;
 	int status = 0;
 	double t0;
 
@@ -111,8 +114,26 @@ server(struct rdma_event_channel *ch, struct sockaddr_in *sin, int active)
 		return 1;
 	}
 	if (wait_for(ch, RDMA_CM_EVENT_CONNECT_REQUEST, 20, &id, NULL) ||
-	    make_qp(id) || rdma_accept(id, &cp) != 0 ||
-	    wait_for(ch, RDMA_CM_EVENT_ESTABLISHED, 10, NULL, NULL))
+	    make_qp(id) || rdma_accept(id, &cp) != 0)
+		return 1;
+	t0 = now();
+	ev = next_event(ch, 10);
+	if (ev == NULL)
+		return 1;
+	got = ev->event;
+	status = ev->status;
+	rdma_ack_cm_event(ev);
+	if (got == RDMA_CM_EVENT_UNREACHABLE && status == -ETIMEDOUT) {
+		/* Our REP's retries ran out: the client's RTU never came.
+		 * A client killed right after its ESTABLISHED may take the
+		 * RTU down with it (memif: the frame in the shared ring is
+		 * gone with the link); rdmacm.sh accepts that for kill.
+		 */
+		printf("no RTU: unreachable after %.2f s, status %d\n",
+		       now() - t0, status);
+		return 3;
+	}
+	if (got != RDMA_CM_EVENT_ESTABLISHED)
 		return 1;
 	printf("connected\n");
 	fflush(stdout);

@@ -133,9 +133,18 @@ peer_gone() {
 	gone $srv $T || kill -TERM $srv 2>/dev/null
 	wait $srv
 	src=$?
+	# Killed right after its ESTABLISHED, the client may take its RTU
+	# down with it on memif (the frame waits in the shared ring, which
+	# the link's end takes away): the server's REP then goes unanswered
+	# and ends in UNREACHABLE (-ETIMEDOUT), as IBA 12.6 has it (cm_peer
+	# exits 3). Not on af_packet: a frame sent there is the kernel's.
+	if [ "$how" = kill ] && [ $src -eq 3 ] && [[ $label == memif* ]] &&
+	   grep -q "^no RTU: unreachable" "$slog"; then
+		src=0
+	fi
 	if [ $rc -eq $want ] && [ $src -eq 0 ] &&
 	   grep -q "leaving by $how" "$clog"; then
-		ok "$label: client leaves by $how, server $side ($(grep -o 'disconnected after.*' "$slog"))"
+		ok "$label: client leaves by $how, server $side ($(grep -Eo 'disconnected after.*|no RTU.*' "$slog"))"
 	else
 		fail "$label: client leaves by $how, server $side (server rc $src, client rc $rc)"
 		awk '{ print "  server: " $0 }' "$slog" | tail -8
