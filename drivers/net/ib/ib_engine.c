@@ -554,9 +554,13 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 		ib_resp_flush_acks(dev);
 		work += n;
 	} while (n == IB_RX_BURST && work < ENG_RX_BUDGET);
+	if (n == IB_RX_BURST)	/* the budget left some */
+		sh->loop_unread |= dev->conf.loopback;
 	work += take_handoffs(sh);
-	if (unlikely(!rte_ring_empty(sh->self)))
+	if (unlikely(!rte_ring_empty(sh->self))) {
 		work += rx_ring(dev, sh->self);
+		sh->loop_unread |= !rte_ring_empty(sh->self);
+	}
 	if (unlikely(sh->id == 0 && !rte_ring_empty(dev->inject)))
 		work += rx_ring(dev, dev->inject);
 
