@@ -369,11 +369,22 @@ exec_write(struct ib_qp *qp, struct ib_pkt *p)
 }
 
 /*
+ * An answer for @psn will leave after the ACK held back for an earlier
+ * PSN would have: that ACK is dropped. The answer acknowledges everything
+ * before it (IBA 9.7.5.1.1), and the ACK sent after it broke PSN order.
+ */
+static void
+ack_covered(struct ib_qp *qp, uint32_t psn)
+{
+	if (qp->resp.ack_pending && psn_diff(psn, qp->resp.ack_psn) > 0) {
+		qp->resp.ack_pending = 0;
+		qp->resp.ack_held = 0;
+	}
+}
+
+/*
  * Queue a response job (READ data, an atomic's original value, an ATOMIC
  * WRITE's ACK) for the request at @psn, answered with the MSN as it is now.
- * An ACK held back for an earlier PSN is dropped: the response, which
- * leaves after it would have, acknowledges everything before it (IBA
- * 9.7.5.1.1), and sending the ACK after the response broke PSN order.
  */
 static struct ib_read_job *
 job_push(struct ib_qp *qp, uint32_t psn)
@@ -381,10 +392,7 @@ job_push(struct ib_qp *qp, uint32_t psn)
 	struct ib_read_job *j = &qp->resp.rd[qp->resp.rd_head++ %
 					     IB_MAX_READ_JOBS];
 
-	if (qp->resp.ack_pending && psn_diff(psn, qp->resp.ack_psn) > 0) {
-		qp->resp.ack_pending = 0;
-		qp->resp.ack_held = 0;
-	}
+	ack_covered(qp, psn);
 	memset(j, 0, sizeof(*j));
 	j->psn = psn;
 	j->msn = qp->resp.msn;
@@ -513,15 +521,14 @@ resp_fatal(struct ib_qp *qp, struct ib_pkt *p, uint8_t syndrome)
 	 * QP is in Error from now on (nothing more is taken in). The NAK
 	 * waits beside the job ring, not in it: a full ring (as many
 	 * requests outstanding as max_dest_rd_atomic allows, the usual way
-	 * to exceed it) has no slot for it. An ACK held for an earlier PSN
-	 * is dropped, as job_push does: the NAK acknowledges it.
+	 * to exceed it) has no slot for it. It acknowledges an ACK held for
+	 * an earlier PSN, as a response job does (job_push).
 	 */
 	if (qp->resp.rd_head != qp->resp.rd_tail) {
 		qp->resp.nak_queued = 1;
 		qp->resp.nak_syndrome = syndrome;
 		qp->resp.nak_psn = p->psn;
-		qp->resp.ack_pending = 0;
-		qp->resp.ack_held = 0;
+		ack_covered(qp, p->psn);
 		ib_engine_activate(qp);
 		ib_qp_to_error(qp);
 		return;
