@@ -536,6 +536,9 @@ answers_since(int skip, struct answers *a)
  * behind every response owed to the READs before it (9.7.5.1: PSN order),
  * which all leave in full, and nothing after it. The response queue is
  * full then; the NAK had no slot in it and was sent at once, ahead of them.
+ * The READs are injected 400 beyond the limit: each costs the responder 64
+ * packets and the injection a few hundred ns, so the queue fills even if
+ * this thread loses its CPU for a while (what it missed meanwhile drains).
  */
 static void
 nak_behind_full_queue(void)
@@ -557,7 +560,7 @@ nak_behind_full_queue(void)
 	marker_sync(&w);
 	skip = answers_since(0, &ans);
 	reth(ext, (uintptr_t)region(R_RW), mr[R_RW]->rkey, REG);
-	for (i = 0; i < (uint32_t)da.max_qp_rd_atom + 32; i++, psn += pkts)
+	for (i = 0; i < (uint32_t)da.max_qp_rd_atom + 400; i++, psn += pkts)
 		CHECK(dpib_inject(w.ctx, f, frame(f, htonl(INADDR_LOOPBACK),
 			IB_RC_READ_REQUEST, tqpn, psn, ext, 16, NULL, 0)) == 0,
 		      "inject READ %u", i);
