@@ -1329,6 +1329,9 @@ static void
 sends_complete(uint8_t tclass, enum ibv_mtu mtu, uint8_t timeout,
 	       uint32_t n, uint32_t len, double secs)
 {
+	const struct pair_opts o = { .min_rnr_timer = 1, .rnr_retry = 7,
+				     .timeout = timeout,
+				     .traffic_class = tclass };
 	struct ibv_cq *cq[2];
 	struct ibv_qp *qp[2];
 	uint32_t i, j, got;
@@ -1347,33 +1350,8 @@ sends_complete(uint8_t tclass, enum ibv_mtu mtu, uint8_t timeout,
 		qp[k] = ibv_create_qp(pd, &ia);
 		CHECK(qp[k] != NULL, "create_qp");
 	}
-	for (k = 0; k < 2; k++) {
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT,
-					 .port_num = 1 };
-
-		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE |
-				    IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				    IBV_QP_ACCESS_FLAGS) == 0, "INIT");
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		a.path_mtu = mtu;
-		a.dest_qp_num = qp[!k]->qp_num;
-		a.min_rnr_timer = 1;
-		ah_self(ctx, &a.ah_attr);
-		a.ah_attr.grh.traffic_class = tclass;
-		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_AV |
-				    IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-				    IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				    IBV_QP_MIN_RNR_TIMER) == 0, "RTR");
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = timeout;
-		a.rnr_retry = 7;
-		CHECK(ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN |
-				    IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				    IBV_QP_RNR_RETRY |
-				    IBV_QP_MAX_QP_RD_ATOMIC) == 0, "RTS");
-	}
+	for (k = 0; k < 2; k++)
+		qp_connect(qp[k], qp[!k]->qp_num, &o, mtu, 0, 0);
 	for (i = 0; i < n; i++) {
 		struct ibv_sge sge = { (uintptr_t)buf + HALF + (uint64_t)i * len,
 				       len, mr->lkey };

@@ -45,6 +45,7 @@ struct pair_opts {
 	uint8_t rnr_retry;
 	uint8_t timeout;
 	uint8_t retry_cnt;
+	uint8_t traffic_class;	/* the path's GRH traffic class */
 };
 
 /* The device, a PD and one registered buffer. */
@@ -183,6 +184,7 @@ qp_connect_to(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
 	a.min_rnr_timer = o->min_rnr_timer;
 	ah_self(qp->context, &a.ah_attr);
 	a.ah_attr.grh.dgid = *dgid;
+	a.ah_attr.grh.traffic_class = o->traffic_class;
 	ret = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
 			    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
