@@ -180,6 +180,7 @@ qp_up(struct bench *b, struct ibv_qp *qp, uint32_t dest)
  */
 static const char *dev_name;
 static char dev_label[64] = "dpib0";
+static int dev_icrc = 1;	/* dpib_icrc() of the device */
 
 /* Device, PD and MR; no QP yet, so no engine. */
 static void
@@ -203,6 +204,7 @@ bench_open(struct bench *b)
 	if (b->ctx == NULL || ibv_query_port(b->ctx, 1, &pa) != 0)
 		die("open device", errno);
 	b->mtu = 128u << pa.active_mtu;
+	dev_icrc = dpib_icrc(b->ctx);
 	b->pd = ibv_alloc_pd(b->ctx);
 	if (b->pd == NULL)
 		die("alloc_pd", ENOMEM);
@@ -605,6 +607,9 @@ print_header(const char *title, const struct opts *o)
 	printf("\n---------------------------------------------------------------------------------------\n");
 	printf("                    %s\n", title);
 	printf(" Device         : %s (loopback, net_ring port)\n", dev_label);
+	printf(" ICRC           : %s\n", dev_icrc ? "on (sealed and checked, "
+	       "as on a wire)" : "off (the frames stay in memory; "
+	       "DPIB_ICRC=on computes it)");
 	printf(" Transport type : IB over RoCEv2 (UDP 4791), RC\n");
 	printf(" Repetitions    : %u (medians reported)\n", o->reps);
 	printf(" Raw DPDK path  : net_ring ports, this thread -> worker on the engine lcore\n");
@@ -948,7 +953,8 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 
 	if (f == NULL)
 		die(path, errno);
-	fprintf(f, "{\"tool\":\"dpib-perf\",\"device\":\"%s\",", dev_label);
+	fprintf(f, "{\"tool\":\"dpib-perf\",\"device\":\"%s\",\"icrc\":%s,",
+		dev_label, dev_icrc ? "true" : "false");
 	fprintf(f, "\"port\":\"net_ring loopback\",\"repetitions\":%u,"
 		"\"path_mtu\":%u,\"tsc_hz\":%" PRIu64 ",\n", o->reps, b->mtu,
 		rte_get_tsc_hz());

@@ -573,6 +573,27 @@ set_zero_copy(struct parser *p, const char *val)
 	return 0;
 }
 
+/* icrc = auto | on: on computes it even where frames stay in memory. */
+static int
+parse_icrc(const char *val, int *on)
+{
+	if (strcmp(val, "auto") == 0)
+		*on = 0;
+	else if (strcmp(val, "on") == 0)
+		*on = 1;
+	else
+		return -1;
+	return 0;
+}
+
+static int
+set_icrc(struct parser *p, const char *val)
+{
+	if (parse_icrc(val, &cur_dev(p)->icrc_on) != 0)
+		return refuse(p, "must be auto or on");
+	return 0;
+}
+
 static int
 set_loopback(struct parser *p, const char *val)
 {
@@ -662,6 +683,7 @@ static const struct key device_keys[] = {
 	{ "link_wait_ms", set_link_wait_ms, 0 },
 	{ "dma", set_dma, 0 },
 	{ "zero_copy", set_zero_copy, 0 },
+	{ "icrc", set_icrc, 0 },
 	{ "faults", set_faults, 0 },
 	{ "faults_req", set_faults_req, 0 },
 	{ "faults_resp", set_faults_resp, 0 },
@@ -936,7 +958,9 @@ apply_env(struct dpib_config *cfg)
 	const char *faults = getenv("DPIB_FAULTS");
 	const char *dma = getenv("DPIB_DMA");
 	const char *zc = getenv("DPIB_ZERO_COPY");
+	const char *icrc = getenv("DPIB_ICRC");
 	int32_t zc_val = 0;
+	int icrc_on = 0;
 	char why[256];
 	unsigned int i;
 	int ret, dma_mode = -1;
@@ -955,9 +979,15 @@ apply_env(struct dpib_config *cfg)
 			"1..65536 (bytes)", zc);
 		return -EINVAL;
 	}
+	if (icrc != NULL && *icrc != '\0' && parse_icrc(icrc, &icrc_on) != 0) {
+		DPIB_LOG(ERR, "DPIB_ICRC=%s: must be auto or on", icrc);
+		return -EINVAL;
+	}
 	for (i = 0; i < cfg->ndev; i++) {
 		struct ib_dev_conf *d = &cfg->dev[i];
 
+		if (icrc != NULL && *icrc != '\0')
+			d->icrc_on = icrc_on;
 		if (dma_mode >= 0)
 			d->dma = dma_mode;
 		if (zc != NULL && *zc != '\0')

@@ -335,6 +335,12 @@ dpib_device_info(struct ibv_context *ctx, unsigned int *lcore,
 }
 
 int
+dpib_icrc(struct ibv_context *ctx)
+{
+	return hca_icrc_computed(ctx_hw(ctx));
+}
+
+int
 dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st, int n)
 {
 	struct ib_dev *hw = ctx_hw(ctx);

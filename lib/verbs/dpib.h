@@ -83,6 +83,14 @@ int dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st,
 int dpib_qp_engine(struct ibv_qp *qp);
 
 /**
+ * Does the device put an ICRC on its frames and check its own? 1 on every
+ * port but the embedded loopback's net_ring, whose frames never leave the
+ * process's memory: there 0, unless `icrc = on` (DPIB_ICRC=on), fault
+ * injection or a capture. Frames from anywhere else are always checked.
+ */
+int dpib_icrc(struct ibv_context *ctx);
+
+/**
  * Can the device's port DMA from this MR's memory? 1 when the MR is
  * registered with DPDK (external memory, mapped for the port's device
  * where an IOMMU translates) or lies in DPDK's own memory; 0 when the

@@ -97,6 +97,8 @@ tel_info(const char *cmd, const char *params, struct rte_tel_data *t)
 	rte_tel_data_add_dict_int(t, "engine_lcore", c->lcore);
 	rte_tel_data_add_dict_int(t, "engines", (int)hca_engines(hw));
 	rte_tel_data_add_dict_int(t, "loopback", c->loopback);
+	rte_tel_data_add_dict_string(t, "icrc", hca_icrc_computed(hw) ? "on" :
+				     "off (frames stay in memory)");
 	return 0;
 }
 

@@ -88,6 +88,7 @@ void hca_mac(const struct ib_dev *dev, uint8_t mac[6]);
 uint16_t hca_port_id(const struct ib_dev *dev);
 unsigned int hca_mbufs_in_use(const struct ib_dev *dev);
 unsigned int hca_active_mtu(const struct ib_dev *dev);
+int hca_icrc_computed(const struct ib_dev *dev);
 uint32_t hca_cc_line_mbps(const struct ib_dev *dev);
 int hca_counters(struct ib_dev *dev, const char *const **names,
 		 uint64_t *values, int n);

@@ -72,6 +72,7 @@ struct ib_dev_conf {
 	uint16_t vlan;		/* 802.1Q VID, 0: untagged */
 	uint32_t mtu;		/* Ethernet MTU of the port */
 	int loopback;		/* the embedded loopback device */
+	int icrc_on;		/* ICRC even where frames stay in memory */
 	uint32_t link_wait_ms;	/* ibv_open_device waits for the link */
 	int dma;		/* enum ib_dma_mode: MRs registered for DMA */
 	int32_t zero_copy;	/* payload bytes from which frames point

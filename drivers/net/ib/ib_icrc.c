@@ -33,6 +33,11 @@
  */
 static int cpu_avx;
 
+/* The dynamic mbuf flag of frames a device sent unsealed (icrc_local in
+ * ib_dev.c); 0 while no device does.
+ */
+uint64_t ib_unsealed;
+
 static inline uint32_t
 crc32(uint32_t seed, const uint8_t *buf, uint64_t len)
 {

@@ -285,6 +285,7 @@ void ib_rx_burst(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n);
 void ib_rx_handed(struct ib_dev *dev, struct rte_mbuf *m);
 
 /* ib_icrc.c */
+extern uint64_t ib_unsealed;	/* mbuf flag: sent without an ICRC */
 uint32_t ib_icrc(const uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_inplace(uint8_t *ip, uint32_t len);
 uint32_t ib_icrc_chain(struct rte_mbuf *m, uint8_t *ip, uint8_t **icrc);

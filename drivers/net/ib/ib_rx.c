@@ -287,9 +287,13 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed,
 	const struct ib_bth *b;
 	struct ib_pkt pkt;
 	struct ib_qp *qp;
-	uint32_t len, off, l3len, udplen, qpn, paylen, crc, wire_crc;
+	uint32_t len, off, l3len, udplen, qpn, paylen, crc = 0, wire_crc = 0;
 	uint16_t type = 0;
 	uint8_t *p, *l3, *bth, *at;
+	/* Checked by the engine that handed it over, or never sealed: it
+	 * did not leave this process's memory (icrc_local in ib_dev.c).
+	 */
+	int unchecked = handed || (m->ol_flags & ib_unsealed) != 0;
 
 	if (likely(!handed))
 		ib_count(dev, IB_CNT_RX_PKTS);
@@ -336,18 +340,19 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed,
 		    rte_pktmbuf_data_len(m->next->next) !=
 		    IB_ICRC_LEN + bth_pad(b))
 			goto drop_len;
-		crc = ib_icrc_chain(m, l3, &at);
-		memcpy(&wire_crc, at, IB_ICRC_LEN);
-	} else {
+		if (!unchecked) {
+			crc = ib_icrc_chain(m, l3, &at);
+			memcpy(&wire_crc, at, IB_ICRC_LEN);
+		}
+	} else if (!unchecked) {
 		memcpy(&wire_crc, l3 + l3len + udplen - IB_ICRC_LEN,
 		       IB_ICRC_LEN);
 		/* ib_rx_burst's, when it hashed this very span. */
-		crc = handed ? 0 :
-		      pre_span == l3len + udplen - IB_ICRC_LEN &&
+		crc = pre_span == l3len + udplen - IB_ICRC_LEN &&
 		      off == RTE_ETHER_HDR_LEN ? pre_crc :
 		      ib_icrc_inplace(l3, l3len + udplen - IB_ICRC_LEN);
 	}
-	if (likely(!handed) && crc != rte_le_to_cpu_32(wire_crc)) {
+	if (!unchecked && crc != rte_le_to_cpu_32(wire_crc)) {
 		ib_count(dev, IB_CNT_RX_BAD_ICRC);
 		goto free;
 	}
@@ -416,7 +421,7 @@ icrc_span(struct rte_mbuf *m)
 	const struct rte_udp_hdr *udp = (const void *)(ip + 1);
 	uint32_t tot;
 
-	if (m->nb_segs != 1 ||
+	if (m->nb_segs != 1 || (m->ol_flags & ib_unsealed) != 0 ||
 	    rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + IP_LEN + UDP_LEN +
 				      IB_BTH_LEN + IB_ICRC_LEN ||
 	    ((const struct rte_ether_hdr *)p)->ether_type !=

@@ -609,6 +609,10 @@ ib_tx(struct ib_dev *dev, struct rte_mbuf *m)
 	rte_le32_t le;
 	uint8_t *at;
 
+	if (dev->icrc_skip) {		/* it stays in memory: icrc_local */
+		m->ol_flags |= ib_unsealed;
+		return ib_tx_raw(dev, m);
+	}
 	if (unlikely(m->next != NULL)) {	/* zero copy: ib_pkt_alloc_zc */
 		le = rte_cpu_to_le_32(ib_icrc_chain(m,
 			rte_pktmbuf_mtod(m, uint8_t *) + m->l2_len, &at));

@@ -590,6 +590,8 @@ struct ib_dev {
 	uint8_t tx_chains;	/* the port takes chained mbufs */
 	uint8_t tx_reclaims;	/* it frees sent mbufs when asked (or at once) */
 	uint8_t tx_gathers;	/* its copy reads chains as they are (af_packet) */
+	uint8_t ring_loop;	/* the embedded loopback's net_ring */
+	uint8_t icrc_skip;	/* frames sent unsealed, marked (ib_unsealed) */
 	uint32_t zc_min;	/* zero-copy payloads from this size; 0: off */
 	struct rte_ether_addr mac;
 	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
