@@ -112,6 +112,8 @@ bad_file hugepages 2 'hugepages = maybe' 'must be auto, yes or no'
 bad_file dma 4 'dma = maybe' 'must be auto, on or off'
 { device z; echo 'zero_copy = 0'; } >"$dir/zero_copy.conf"
 bad_file zero_copy 4 'zero_copy = 0' 'must be auto, off or 1\.\.65536 \(bytes\)'
+{ device i; echo 'icrc = off'; } >"$dir/icrc.conf"
+bad_file icrc 4 'icrc = off' 'must be auto or on'
 { device f; echo 'faults = drop=nan'; } >"$dir/faults.conf"
 bad_file faults 4 'faults = drop=nan' 'drop must be 0\.\.1'
 { device f; echo 'faults = rate_mbps=100,ecn_kmin=0'; } >"$dir/ecn.conf"
