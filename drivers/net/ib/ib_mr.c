@@ -638,13 +638,13 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	struct ib_mr *k = __atomic_load_n(&dev->mr_tbl[w->bind.mw_index %
 						       IB_MAX_MR],
 					  __ATOMIC_ACQUIRE);
-	uint32_t lkey = w->bind.lkey, access = w->bind.access;
+	uint32_t lkey = w->bind.lkey, access = w->bind_access;
 	uint64_t addr = w->bind.addr, len = w->bind.length;
 	struct ib_mw *mw;
 	struct ib_mr *mr;
 
 	if (k == NULL || k->kind != IB_KEY_MW ||
-	    (w->bind.rkey >> 8) != (k->key >> 8))
+	    (w->rkey >> 8) != (k->key >> 8))
 		return IBV_WC_MW_BIND_ERR;
 	mw = container_of(k, struct ib_mw, k);
 	/* Local rights mean nothing for a window: ignored, as rxe and mlx5
@@ -657,13 +657,13 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	 * an earlier binding works again.
 	 */
 	if (mw->ibv.type == IBV_MW_TYPE_2 &&
-	    (mw->valid || lkey == 0 || w->bind.rkey == k->key))
+	    (mw->valid || lkey == 0 || w->rkey == k->key))
 		return IBV_WC_MW_BIND_ERR;
 	if (lkey == 0) {
 		if (addr != 0 || len != 0)
 			return IBV_WC_MW_BIND_ERR;
 		mw_unbind(mw);		/* type 1, zero length */
-		k->key = w->bind.rkey;
+		k->key = w->rkey;
 		return IBV_WC_SUCCESS;
 	}
 	mr = ib_mr_lookup(dev, lkey);
@@ -683,7 +683,7 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	k->iova = (access & IBV_ACCESS_ZERO_BASED) ? 0 : addr;
 	k->length = len;
 	k->access = access & ~IBV_ACCESS_ZERO_BASED;
-	k->key = w->bind.rkey;
+	k->key = w->rkey;
 	mw->qpn = qp->ibv.qp_num;
 	mw->valid = 1;
 	return IBV_WC_SUCCESS;

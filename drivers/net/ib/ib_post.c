@@ -51,12 +51,12 @@ build_bind_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		w->flags |= IBV_SEND_SIGNALED;
 	w->length = 0;
 	w->num_sge = 0;
-	w->bind.rkey = wr->bind_mw.rkey;
+	w->rkey = wr->bind_mw.rkey;
 	w->bind.addr = b->addr;
 	w->bind.length = b->length;
 	w->bind.lkey = b->mr != NULL ? b->mr->lkey : 0;
 	w->bind.mw_index = to_mw(mw)->k.key >> 8;
-	w->bind.access = b->mw_access_flags;
+	w->bind_access = b->mw_access_flags;
 	return 0;
 }
 
@@ -106,16 +106,16 @@ build_send_wqe(struct ib_qp *qp, const struct ibv_send_wr *wr,
 		w->ud.qkey = wr->wr.ud.remote_qkey;
 	} else if (is_atomic(wr->opcode)) {
 		w->rdma.va = wr->wr.atomic.remote_addr;
-		w->rdma.rkey = wr->wr.atomic.rkey;
+		w->rkey = wr->wr.atomic.rkey;
 		w->rdma.compare_add = wr->wr.atomic.compare_add;
 		w->rdma.swap = wr->wr.atomic.swap;
 	} else if (wr->opcode == IBV_WR_SEND_WITH_INV ||
 		   wr->opcode == IBV_WR_LOCAL_INV) {
-		w->inv.rkey = wr->invalidate_rkey;
+		w->rkey = wr->invalidate_rkey;
 		w->imm = 0;
 	} else {
 		w->rdma.va = wr->wr.rdma.remote_addr;
-		w->rdma.rkey = wr->wr.rdma.rkey;
+		w->rkey = wr->wr.rdma.rkey;
 	}
 
 	/* Inline data is copied now; its lkeys are not checked (verbs). */

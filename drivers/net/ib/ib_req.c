@@ -62,7 +62,7 @@ exec_local(struct ib_qp *qp, const struct ib_send_wqe *w)
 {
 	if (w->opcode == IBV_WR_BIND_MW)
 		return ib_mw_bind_exec(qp, w);
-	return ib_mw_invalidate(qp, w->inv.rkey, 0) == 0 ? IBV_WC_SUCCESS :
+	return ib_mw_invalidate(qp, w->rkey, 0) == 0 ? IBV_WC_SUCCESS :
 	       IBV_WC_LOC_QP_OP_ERR;
 }
 
@@ -256,17 +256,17 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w, const uint8_t *src)
 		   qp->path.dest_qpn, ackreq, qp->req.psn);
 	if (mask & IB_M_RETH)
 		reth_set((struct ib_reth *)(bth + info->offset[IB_HDR_RETH]),
-			 w->rdma.va, w->rdma.rkey, w->length);
+			 w->rdma.va, w->rkey, w->length);
 	if (mask & IB_M_IMMDT)
 		memcpy(bth + info->offset[IB_HDR_IMMDT], &w->imm, 4);
 	if (mask & IB_M_IETH)
 		*(rte_be32_t *)(bth + info->offset[IB_HDR_IETH]) =
-			rte_cpu_to_be_32(w->inv.rkey);
+			rte_cpu_to_be_32(w->rkey);
 	if (mask & IB_M_ATMETH) {
 		struct ib_atmeth *a = (void *)(bth + info->offset[IB_HDR_ATMETH]);
 
 		a->va = rte_cpu_to_be_64(w->rdma.va);
-		a->rkey = rte_cpu_to_be_32(w->rdma.rkey);
+		a->rkey = rte_cpu_to_be_32(w->rkey);
 		if (w->opcode == IBV_WR_ATOMIC_CMP_AND_SWP) {
 			a->swap_add = rte_cpu_to_be_64(w->rdma.swap);
 			a->compare = rte_cpu_to_be_64(w->rdma.compare_add);

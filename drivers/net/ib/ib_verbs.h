@@ -182,15 +182,21 @@ struct ib_cq {
  */
 struct ib_send_wqe {
 	uint64_t wr_id;
-	uint32_t flags;		/* IBV_SEND_*, SIGNALED resolved with sq_sig_all */
 	uint32_t length;	/* total bytes of the message */
+	union {
+		rte_be32_t imm;	/* SEND/RDMA WRITE with immediate */
+		uint32_t bind_access;	/* BIND_MW: the window's rights */
+	};
+	uint32_t rkey;		/* RDMA, atomics: the remote key; LOCAL_INV,
+				 * SEND_WITH_INV: the one to invalidate;
+				 * BIND_MW: the window's new rkey */
+	uint8_t flags;		/* IBV_SEND_*, SIGNALED resolved with sq_sig_all */
 	uint8_t opcode;		/* enum ibv_wr_opcode */
 	uint8_t num_sge;	/* 0 with IBV_SEND_INLINE */
-	rte_be32_t imm;		/* SEND/RDMA WRITE with immediate */
+	uint8_t resv;
 	union {			/* what the opcode needs, by opcode */
 		struct {	/* RDMA WRITE/READ, ATOMIC WRITE, the atomics */
 			uint64_t va;
-			uint32_t rkey;
 			uint64_t compare_add;	/* CMP_AND_SWP, FETCH_ADD */
 			uint64_t swap;		/* CMP_AND_SWP */
 		} rdma;
@@ -198,15 +204,10 @@ struct ib_send_wqe {
 			uint32_t qpn;
 			uint32_t qkey;	/* high bit: the QP's Q_Key */
 		} ud;
-		struct {	/* LOCAL_INV, SEND_WITH_INV */
-			uint32_t rkey;
-		} inv;
 		struct {	/* BIND_MW (type 2 through the SQ, type 1 too) */
 			uint64_t addr, length;
-			uint32_t rkey;		/* the window's new rkey */
 			uint32_t mw_index;	/* its slot in the key table */
 			uint32_t lkey;		/* the MR, 0: unbind */
-			uint32_t access;
 		} bind;
 	};
 	union {
@@ -216,10 +217,15 @@ struct ib_send_wqe {
 };
 
 /*
- * 56 bytes: a SEND with 8 inline bytes (a latency test's) fills one cache
- * line; at 64 it took two and cost 80 ns a round trip (dpib-perf).
+ * 48 bytes: one SGE (a message rate test's, perftest's) fills one cache
+ * line with it, and so does a SEND with 16 inline bytes. The engine
+ * reads each WQE the application wrote on another CPU: at 56 bytes the
+ * SGE straddled two lines, each a transfer between the CPUs (dpib-perf
+ * 64 B WRITE, engine lcore: a sixth of the requester's samples on the
+ * second line's first load).
  */
-_Static_assert(sizeof(struct ib_send_wqe) == 56, "send WQE header size");
+_Static_assert(sizeof(struct ib_send_wqe) == 48, "send WQE header size");
+_Static_assert(IBV_SEND_IP_CSUM <= UINT8_MAX, "send flags in a byte");
 _Static_assert(IB_MAX_SGE <= UINT8_MAX, "num_sge in a byte");
 
 struct ib_recv_wqe {
