@@ -291,9 +291,12 @@ rx_frame(struct ib_dev *dev, struct rte_mbuf *m, int handed,
 	uint16_t type = 0;
 	uint8_t *p, *l3, *bth, *at;
 	/* Checked by the engine that handed it over, or never sealed: it
-	 * did not leave this process's memory (icrc_local in ib_dev.c).
+	 * did not leave this process's memory (icrc_local in ib_dev.c). Only
+	 * such a device takes the mark: another port's PMD could not set it,
+	 * and no frame of its can carry it.
 	 */
-	int unchecked = handed || (m->ol_flags & ib_unsealed) != 0;
+	int unchecked = handed ||
+			(dev->icrc_skip && (m->ol_flags & ib_unsealed) != 0);
 
 	if (likely(!handed))
 		ib_count(dev, IB_CNT_RX_PKTS);
@@ -410,8 +413,10 @@ ib_rx(struct ib_dev *dev, struct rte_mbuf *m)
 /*
  * The span of a plain RoCEv2 frame that the ICRC covers, from its IPv4
  * header (an untagged one-segment frame with a 20-byte IPv4 header to UDP
- * port 4791 and room for the rest), else 0. rx_frame still checks every
- * field; it takes the CRC hashed here only for the same span.
+ * port 4791 and room for the rest), else 0 (also for a frame sent
+ * unsealed, which rx_frame hashes itself if its device did not send it).
+ * rx_frame still checks every field; it takes the CRC hashed here only for
+ * the same span.
  */
 static inline uint32_t
 icrc_span(struct rte_mbuf *m)
