@@ -179,10 +179,10 @@ EOF
 	local a="ip netns exec dpib-mp-a" b="ip netns exec dpib-mp-b" p
 	for p in ib_write_bw ib_read_bw ib_send_bw ib_atomic_bw; do
 		perf_pair af_packet "$a" "$b" 192.0.2.1 "$tmp/server-lcore.conf" \
-			"$tmp/client.conf" $p -d dpib0 -x 0 -n 500
+			"$tmp/client.conf" $p -d dpib0 -x 0 -n 500 -F
 	done
 	perf_pair af_packet "$a" "$b" 192.0.2.1 "$tmp/server-lcore.conf" \
-		"$tmp/client-lcore.conf" ib_write_lat -d dpib0 -x 0 -n 300
+		"$tmp/client-lcore.conf" ib_write_lat -d dpib0 -x 0 -n 300 -F
 }
 
 single_process_tools

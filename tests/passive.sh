@@ -176,7 +176,7 @@ perftests() {
 			check=perftest_ok
 			case "$p" in *_lat\ -s\ 65536) check=mtu4096_ok ;; esac
 			two "$link" "$mode" $check "" "" -- \
-				$p -d dpib0 -x 0 -n 1000
+				$p -d dpib0 -x 0 -n 1000 -F
 		done
 	done
 }
@@ -202,7 +202,7 @@ uc_linger() {
 	rm -f "$tmp/c.cnt"
 	two "$link" "UC WRITE ping-pong" linger_ok "" \
 		"DPIB_EXIT_COUNTERS=$tmp/c.cnt" -- \
-		ib_write_lat -c UC -s 8 -d dpib0 -x 0 -n 2000
+		ib_write_lat -c UC -s 8 -d dpib0 -x 0 -n 2000 -F
 }
 
 # ip_stat NAMESPACE FIELD: the namespace kernel's Ip counter FIELD.
@@ -254,13 +254,13 @@ economy() {
 	if [ "$link" = memif ]; then
 		two "$link" "ACKs a burst at a time" economy_ok \
 			"DPIB_EXIT_COUNTERS=$tmp/s.cnt" "" -- \
-			ib_write_bw -s 64 -q 1 -d dpib0 -x 0 -n 20000
+			ib_write_bw -s 64 -q 1 -d dpib0 -x 0 -n 20000 -F
 		return
 	fi
 	addr_errs=$(ip_stat dpib-pt-a InAddrErrors)
 	two "$link" "frames the kernel leaves alone" quiet_ok "" \
 		"DPIB_EXIT_COUNTERS=$tmp/c.cnt" -- \
-		ib_write_bw -s 65536 -d dpib0 -x 0 -n 1000
+		ib_write_bw -s 65536 -d dpib0 -x 0 -n 1000 -F
 }
 
 for link in af_packet memif; do

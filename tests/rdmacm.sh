@@ -165,10 +165,10 @@ rows() {
 	cm_pair "$l" transfers_ok a b "ucmatose -c 10" "ucmatose -s $a -c 10"
 	cm_pair "$l" transfers_ok a b "udaddy" "udaddy -s $a"
 	cm_pair "$l" rdma_server_ok a b "rdma_server -s $a" "rdma_client -s $a"
-	cm_pair "$l" perftest_ok a b "ib_send_bw -R -d dpib0 -n 1000" \
-		"ib_send_bw -R -d dpib0 -n 1000 $a"
-	cm_pair "$l" perftest_ok a b "ib_write_lat -R -d dpib0 -n 1000" \
-		"ib_write_lat -R -d dpib0 -n 1000 $a"
+	cm_pair "$l" perftest_ok a b "ib_send_bw -R -d dpib0 -n 1000 -F" \
+		"ib_send_bw -R -d dpib0 -n 1000 -F $a"
+	cm_pair "$l" perftest_ok a b "ib_write_lat -R -d dpib0 -n 1000 -F" \
+		"ib_write_lat -R -d dpib0 -n 1000 -F $a"
 	cm_pair "$l" cmtime_ok a b "cmtime -b $a" "cmtime -s $a -c 100" stays
 	# The sender waits 3 s after its join before it sends: time for the
 	# receiver's join.
