@@ -110,7 +110,7 @@ comp_error(struct ib_qp *qp, enum ibv_wc_status status)
 static void
 response_lost(struct ib_qp *qp, struct ib_swqe_state *st)
 {
-	uint32_t expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) &
+	uint32_t expect = (st->first_psn + ib_mtus(qp, qp->comp.read_off)) &
 			  IB_PSN_MASK;
 
 	if (qp->comp.read_gap == expect + 1)
@@ -281,7 +281,7 @@ comp_response_wqe(struct ib_qp *qp, uint32_t psn, int atomic)
 	st = &qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
 	if (atomic != (w->opcode != IBV_WR_RDMA_READ) || !ib_wr_gets_data(w->opcode))
 		return NULL;
-	expect = (st->first_psn + qp->comp.read_off / qp->path.mtu) & IB_PSN_MASK;
+	expect = (st->first_psn + ib_mtus(qp, qp->comp.read_off)) & IB_PSN_MASK;
 	if (psn == expect)
 		return w;
 	/*

@@ -50,7 +50,7 @@ wqe_npkts(const struct ib_qp *qp, const struct ib_send_wqe *w)
 	    w->opcode == IBV_WR_ATOMIC_FETCH_AND_ADD || w->length == 0 ||
 	    qp->ibv.qp_type == IBV_QPT_UD)
 		return 1;
-	return (w->length + qp->path.mtu - 1) / qp->path.mtu;
+	return ib_mtus(qp, w->length + qp->path.mtu - 1);
 }
 
 /*

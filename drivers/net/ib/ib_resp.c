@@ -466,8 +466,9 @@ execute(struct ib_qp *qp, struct ib_pkt *p)
 		j->rkey = qp->resp.rd_rkey;
 		j->length = n;
 		/* The responses use one PSN each (C9-75). */
-		qp->resp.epsn = (qp->resp.epsn + (n ? (n + qp->path.mtu - 1) /
-			qp->path.mtu : 1) - 1) & IB_PSN_MASK;
+		qp->resp.epsn = (qp->resp.epsn +
+				 (n ? ib_mtus(qp, n + qp->path.mtu - 1) : 1) -
+				 1) & IB_PSN_MASK;
 		return RESP_DONE;
 	}
 	return exec_atomic(qp, p);
