@@ -205,8 +205,6 @@ zero_length_ud(void)
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = 0x1111 };
 	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1,
 				  .grh = { .hop_limit = 64 } };
 	struct ibv_qp_ex *x;
@@ -233,12 +231,7 @@ zero_length_ud(void)
 		qp = ibv_create_qp_ex(ctx, &ix);
 	}
 	CHECK(qp != NULL, "UD QP");
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "INIT");
-	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTR");
-	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "RTS");
+	ud_to_rts(qp, 0x1111);
 	CHECK(ibv_query_gid(ctx, 1, 0, &aa.grh.dgid) == 0, "GID");
 	ah = ibv_create_ah(pd, &aa);
 	CHECK(ah != NULL, "AH");

@@ -67,17 +67,10 @@ ud_qp(struct ibv_cq *cq)
 		.cap = { .max_send_wr = 1, .max_recv_wr = 4,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = QKEY };
 	struct ibv_qp *qp = ibv_create_qp(P.pd, &ia);
 
 	CHECK(qp != NULL, "create UD QP: errno %d", errno);
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "INIT");
-	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTR");
-	a.qp_state = IBV_QPS_RTS;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "RTS");
+	ud_to_rts(qp, QKEY);
 	return qp;
 }
 

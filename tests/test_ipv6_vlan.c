@@ -280,19 +280,10 @@ ud_qp(struct ibv_cq *cq)
 		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
 			 .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = 0x11111111 };
 	struct ibv_qp *qp = ibv_create_qp(p.pd, &ia);
 
 	CHECK(qp != NULL, "create UD qp");
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "UD INIT");
-	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "UD RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
-	      "UD RTS");
+	ud_to_rts(qp, 0x11111111);
 	return qp;
 }
 

@@ -486,8 +486,6 @@ ah_destroy_under_posted_work(void)
 		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qkey = 0x11111111 };
 	struct ibv_sge sge = { (uintptr_t)w.buf + 32768, 256, w.mr->lkey };
 	struct ibv_recv_wr rwr = { .wr_id = 40, .sg_list = &sge, .num_sge = 1 };
 	struct ibv_send_wr swr = { .wr_id = 41, .opcode = IBV_WR_SEND,
@@ -511,14 +509,7 @@ ah_destroy_under_posted_work(void)
 		ia.recv_cq = i ? rcq : scq;
 		q = ibv_create_qp(w.pd, &ia);
 		CHECK(q != NULL, "create UD QP");
-		a.qp_state = IBV_QPS_INIT;
-		CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-				    IBV_QP_PORT | IBV_QP_QKEY) == 0, "INIT");
-		a.qp_state = IBV_QPS_RTR;
-		CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE) == 0, "RTR");
-		a.qp_state = IBV_QPS_RTS;
-		CHECK(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
-		      "RTS");
+		ud_to_rts(q, 0x11111111);
 		if (i)
 			r = q;
 		else

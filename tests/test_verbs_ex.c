@@ -800,20 +800,10 @@ ud_qp(struct ibv_cq *cq)
 		.send_ops_flags = IBV_QP_EX_WITH_SEND |
 				  IBV_QP_EX_WITH_SEND_WITH_IMM,
 	};
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x1234,
-	};
 	struct ibv_qp *qp = ibv_create_qp_ex(P.ctx, &ia);
 
 	CHECK(qp != NULL, "UD create_qp_ex errno %d", errno);
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
-			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "UD to INIT");
-	a.qp_state = IBV_QPS_RTR;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "UD to RTR");
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0;
-	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
-	      "UD to RTS");
+	ud_to_rts(qp, 0x1234);
 	return qp;
 }
 

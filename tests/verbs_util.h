@@ -159,6 +159,22 @@ ah_self(struct ibv_context *ctx, struct ibv_ah_attr *ah)
 	CHECK(ibv_query_gid(ctx, 1, 0, &ah->grh.dgid) == 0, "GID 0");
 }
 
+/* A UD QP Reset -> RTS: port 1, P_Key index 0, Q_Key @qkey, SQ PSN 0. */
+static inline void
+ud_to_rts(struct ibv_qp *qp, uint32_t qkey)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qkey = qkey };
+
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
+			    IBV_QP_PORT | IBV_QP_QKEY) == 0, "UD to INIT");
+	a.qp_state = IBV_QPS_RTR;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "UD to RTR");
+	a.qp_state = IBV_QPS_RTS;
+	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0,
+	      "UD to RTS");
+}
+
 /* Reset -> RTS toward QP @dest_qpn at GID @dgid, as @o says. */
 static inline void
 qp_connect_to(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid,
