@@ -577,13 +577,11 @@ set_zero_copy(struct parser *p, const char *val)
 static int
 parse_icrc(const char *val, int *on)
 {
-	if (strcmp(val, "auto") == 0)
-		*on = 0;
-	else if (strcmp(val, "on") == 0)
-		*on = 1;
-	else
-		return -1;
-	return 0;
+	static const struct word icrc[] = {
+		{ "auto", 0 }, { "on", 1 }, { NULL, 0 },
+	};
+
+	return parse_word(val, icrc, on);
 }
 
 static int
