@@ -480,6 +480,17 @@ moving_load(void)
 		CHECK(ibv_destroy_cq(cq[i]) == 0, "destroy cq");
 }
 
+/* loopback_unread's receive of SEND @i, on @cq within 5 s. */
+static void
+unread_receive(struct ibv_cq *cq, int i)
+{
+	struct ibv_wc wc;
+
+	CHECK(poll_one(cq, &wc, 5), "SEND %d: no receive", i);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000u + (uint64_t)i,
+	      "receive %d: %s", i, ibv_wc_status_str(wc.status));
+}
+
 /*
  * What one engine sends on the loopback port comes back on its own RX
  * queue, which wakes no sleeping loop: the program's calls (inline) and
@@ -512,20 +523,14 @@ loopback_unread(void)
 		recv_wqe(b, NULL, DST(1), 4096, 1000 + i);
 		CHECK(post(a, IBV_WR_SEND, SRC(1), NULL, 1 + i * 13 % 3000,
 			   (uint64_t)i) == 0, "SEND %d", i);
-		if (i % 2 == 1) {
-			CHECK(poll_one(cq[1], &wc, 5), "SEND %d: no receive", i);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000u + i,
-			      "receive %d: %s", i, ibv_wc_status_str(wc.status));
-		}
+		if (i % 2 == 1)
+			unread_receive(cq[1], i);
 		CHECK(poll_one(cq[0], &wc, 5), "SEND %d: no completion "
 		      "within 5 s (its ACK left on a loopback queue)", i);
 		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == (uint64_t)i,
 		      "SEND %d: %s", i, ibv_wc_status_str(wc.status));
-		if (i % 2 == 0) {
-			CHECK(poll_one(cq[1], &wc, 5), "SEND %d: no receive", i);
-			CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1000u + i,
-			      "receive %d", i);
-		}
+		if (i % 2 == 0)
+			unread_receive(cq[1], i);
 		usleep((useconds_t)(i % 5) * 300);
 	}
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
