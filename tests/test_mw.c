@@ -622,6 +622,57 @@ mw2_qp_destroy_invalidates(void)
 	CHECK(ibv_dealloc_mw(mw) == 0, "dealloc");
 }
 
+/*
+ * The windows a QP's destruction must invalidate are counted per QP (it
+ * reads the key table only when some are bound to it): two bound to q[1],
+ * one invalidated by another QP's LOCAL_INV, and the other still goes with
+ * q[1]; the first, bound again to another QP, stays.
+ */
+static void
+mw2_qp_destroy_counts(void)
+{
+	struct ibv_mw *mw[2] = { ibv_alloc_mw(p.pd, IBV_MW_TYPE_2),
+				 ibv_alloc_mw(p.pd, IBV_MW_TYPE_2) };
+	struct ibv_mr *mr = ibv_reg_mr(p.pd, at(DST), 4096, MR_ACCESS);
+	struct ibv_send_wr wr = {
+		.opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED,
+	}, *bad;
+	struct ibv_qp *q[2];
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	uint32_t k[2], again;
+	int i;
+
+	CHECK(mw[0] != NULL && mw[1] != NULL && mr != NULL, "alloc");
+	other_pair(q, &cq);
+	for (i = 0; i < 2; i++) {
+		k[i] = ibv_inc_rkey(mw[i]->rkey);
+		wr.wr_id = 10 + i;
+		wr.bind_mw.mw = mw[i];
+		wr.bind_mw.rkey = k[i];
+		wr.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = mr,
+			.addr = va(DST), .length = 4096,
+			.mw_access_flags = IBV_ACCESS_REMOTE_READ };
+		CHECK(ibv_post_send(q[1], &wr, &bad) == 0, "post bind %d", i);
+		wc = next_wc(cq);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 10u + i,
+		      "bind %d on q[1]: %s", i, ibv_wc_status_str(wc.status));
+	}
+	CHECK(local_inv(k[0]) == IBV_WC_SUCCESS, "LOCAL_INV from another QP");
+	again = ibv_inc_rkey(k[0]);
+	CHECK(bind2(mw[0], again, p.mr, va(DST), 64, IBV_ACCESS_REMOTE_READ) ==
+	      IBV_WC_SUCCESS, "bound again, to qp[1]");
+	CHECK(ibv_destroy_qp(q[1]) == 0, "destroy q[1]");
+	CHECK(ibv_dereg_mr(mr) == 0, "MR released: the second window went");
+	CHECK(local_inv(k[1]) == IBV_WC_LOC_QP_OP_ERR, "second window invalid");
+	pair_restart();
+	CHECK(remote_read(va(DST), 8, again) == IBV_WC_SUCCESS,
+	      "the first window, bound to qp[1], still answers");
+	CHECK(ibv_destroy_qp(q[0]) == 0 && ibv_destroy_cq(cq) == 0, "destroy");
+	CHECK(ibv_dealloc_mw(mw[0]) == 0 && ibv_dealloc_mw(mw[1]) == 0,
+	      "dealloc");
+}
+
 /* SEND with Invalidate: the receiver's window goes, the WC says which. */
 static void
 send_with_inv(void)
@@ -1261,6 +1312,7 @@ main(void)
 	RUN(mw1_bind_rules);
 	RUN(mw2_bind_post_send);
 	RUN(mw2_qp_destroy_invalidates);
+	RUN(mw2_qp_destroy_counts);
 	RUN(send_with_inv);
 	RUN(uc_opcode_rules);
 	RUN(atomic_write_classic);

