@@ -578,6 +578,8 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 	}
 	for (qp = TAILQ_FIRST(&sh->active); qp != NULL; qp = tmp) {
 		tmp = TAILQ_NEXT(qp, next);
+		if (tmp != NULL)
+			ib_qp_prefetch(tmp);	/* while this one runs */
 		state = __atomic_load_n(&qp->attr.qp_state, __ATOMIC_ACQUIRE);
 		if (state == IBV_QPS_ERR)
 			ib_qp_flush(qp);

@@ -273,6 +273,7 @@ struct rte_mbuf *ib_pkt_alloc_zc(struct ib_qp *qp, uint8_t opcode,
 				 uint8_t *va, rte_iova_t iova, uint32_t paylen,
 				 uint32_t *ref, int own, uint8_t **bth);
 int ib_tx_room(struct ib_dev *dev);
+int ib_tx_room_req(struct ib_dev *dev);
 void ib_tx_flush(struct ib_dev *dev);
 int ib_capture_open(struct ib_dev *dev, const char *path);
 int ib_path_set(struct ib_dev *dev, uint32_t qpn, const struct ibv_ah_attr *ah,

@@ -28,6 +28,7 @@
 /* Zero copy by default from this payload size per packet (bytes). */
 #define IB_ZC_MIN_DEFAULT	1024
 #define IB_TX_PENDING		512	/* mbufs built but not yet taken by the port */
+#define IB_TX_RESERVE		128	/* ... of which requesters leave to answers */
 #define IB_RX_BURST		32
 #define IB_HANDOFF_RING		4096	/* frames in flight to one shard */
 #define IB_SELF_RING		1024	/* frames to the device's own address */

@@ -302,7 +302,7 @@ req_next_wqe(struct ib_qp *qp, uint32_t prod, int *budget)
 	struct ib_send_wqe *w;
 
 	if (qp->req.wqe_idx == prod || *budget == 0 ||
-	    ib_tx_room(qp->dev) < 1)
+	    ib_tx_room_req(qp->dev) < 1)
 		return REQ_STOP;
 	if (!ib_cc_open(qp)) {
 		ib_count(qp->dev, IB_CNT_CWND_LIMITED);
@@ -466,7 +466,7 @@ req_run(struct ib_qp *qp)
 				state = REQ_STOP;
 			} else if (ret == 1) {
 				state = REQ_WQE_SENT;
-			} else if (budget == 0 || ib_tx_room(qp->dev) < 1 ||
+			} else if (budget == 0 || ib_tx_room_req(qp->dev) < 1 ||
 				   !ib_cc_open(qp) || !ib_pace_ok(qp)) {
 				state = REQ_STOP;
 			}

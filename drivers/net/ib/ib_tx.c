@@ -417,6 +417,19 @@ ib_tx_room(struct ib_dev *dev)
 }
 
 /*
+ * Room for a requester's new packet: what is left past IB_TX_RESERVE.
+ * While the port takes nothing, the requesters fill the queue only so far;
+ * the rest is for the ACKs, NAKs and responses the receive side still
+ * owes (one per QP of a burst), which would otherwise be dropped and
+ * cost their peers a retransmission timeout.
+ */
+int
+ib_tx_room_req(struct ib_dev *dev)
+{
+	return IB_TX_PENDING - IB_TX_RESERVE - ib_sh(dev)->tx_n;
+}
+
+/*
  * DPIB_CAPTURE: a classic pcap file (link type Ethernet) of every frame
  * the device transmits, for dissection by tshark or scapy. A debugging aid:
  * it writes from the engine's transmit path.

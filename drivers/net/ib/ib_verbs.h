@@ -10,6 +10,7 @@
  * rings, the QP's transport state, the device. Helpers that only read
  * them follow.
  */
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/queue.h>
@@ -17,6 +18,7 @@
 #include <rte_common.h>
 #include <rte_epoll.h>
 #include <rte_ether.h>
+#include <rte_prefetch.h>
 #include <rte_spinlock.h>
 
 #include "ib_param.h"
@@ -414,14 +416,15 @@ struct ib_resp {
 	uint64_t rd_va;
 	uint32_t rd_rkey;
 	uint32_t rd_len;
-	/* READ responses to send, a ring of IB_MAX_READ_JOBS. */
-	struct ib_read_job rd[IB_MAX_READ_JOBS];
+	/* READ responses to send, a ring of IB_MAX_READ_JOBS (rd). */
 	uint32_t rd_head, rd_tail;
 	/* The last atomics' results, newest at replay_next - 1: at least as
 	 * many as a requester may have outstanding (max_dest_rd_atomic).
 	 */
-	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
 	uint32_t replay_next;
+	/* The arrays after every scalar: a pass reads the indices above. */
+	struct ib_read_job rd[IB_MAX_READ_JOBS];
+	struct ib_atomic_replay replay[IB_MAX_READ_JOBS];
 	/* Cold and large: the receive WQE the current SEND fills, last so
 	 * that the fields above share cache lines.
 	 */
@@ -485,20 +488,26 @@ struct ib_qp {
 	uint8_t sq_drained;		/* IBV_EVENT_SQ_DRAINED raised in SQD */
 	uint32_t mw_bound;		/* type 2 windows bound to it */
 
-	/* Engine side. */
-	struct ib_path path;
-	struct ib_swqe_state *swqe;
-	struct ib_req req;
-	struct ib_comp comp;
-	struct ib_resp resp;
-	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
-	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
-	uint16_t udp_sport;
+	/* Engine side. What a pass and a packet read comes first, in
+	 * consecutive lines: the run lists, the timers, the requester, the
+	 * completer, the window, the header template, the responder's
+	 * scalars; the responder's arrays and the cold rest after. With
+	 * thousands of QPs each costs the engine its lines, not scattered
+	 * fields of a 9 KiB object.
+	 */
+	TAILQ_ENTRY(ib_qp) next __rte_cache_aligned;
 	int active;		/* enum ib_qp_sched: which engine list */
 	uint32_t idle_passes;	/* engine passes with nothing to do */
-	TAILQ_ENTRY(ib_qp) next;
-	struct ib_cc cc;	/* its first fields share the line above */
+	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
+	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
+	struct ib_swqe_state *swqe;
+	uint16_t udp_sport;
+	struct ib_req req;
+	struct ib_comp comp;
+	struct ib_cc cc;
+	struct ib_path path;
 	struct ib_rp rp;	/* DCQCN reaction and notification point */
+	struct ib_resp resp;	/* its arrays last */
 	struct ib_wr_batch wrb;		/* extended post, under sq_lock */
 };
 
@@ -514,6 +523,28 @@ _Static_assert(offsetof(struct ib_qp, ibv_ex.qp_base) ==
 	       offsetof(struct ib_qp, ibv), "ibv_qp_ex does not begin with ibv_qp");
 
 TAILQ_HEAD(ib_qp_list, ib_qp);
+
+/*
+ * The engine's lines of a QP (its state, the run lists through the
+ * responder's scalars), fetched ahead of use: for the next QP of the
+ * active list while one runs, for the QPs of a receive burst before its
+ * first frame. With thousands of QPs each would otherwise be a wait.
+ * A prefetch of a QP freed meanwhile is harmless.
+ */
+#define IB_QP_HOT_LINES \
+	((offsetof(struct ib_qp, resp.rd) - offsetof(struct ib_qp, next) + \
+	  RTE_CACHE_LINE_SIZE - 1) / RTE_CACHE_LINE_SIZE)
+
+static inline void
+ib_qp_prefetch(const struct ib_qp *qp)
+{
+	const char *hot = (const char *)&qp->next;
+	unsigned int i;
+
+	rte_prefetch0(&qp->attr.qp_state);
+	for (i = 0; i < IB_QP_HOT_LINES; i++)
+		rte_prefetch0(hot + i * RTE_CACHE_LINE_SIZE);
+}
 
 /*
  * Where a QP is for the engine: on no list (nothing to do), on the active

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Copyright(c) 2026 dpib authors
+ */
+/*
+ * test_many_qps: thousands of RC QPs with work outstanding on the loopback
+ * device lose nothing. 4096 connected pairs on one CQ, every requester
+ * with two 64-byte WRITEs outstanding, each completion bringing its
+ * requester the next, 24 per requester: every completion a success within
+ * the deadline, every target slot holding its pair's last WRITE, and no
+ * frame dropped on the way out (tx_drop_queue_full) nor any retransmission
+ * timeout.
+ *
+ * With that many QPs a pass queues thousands of frames while the port
+ * takes a ring's worth; requesters once filled the transmit queue to the
+ * last slot, the ACKs of the frames received next found it full and were
+ * dropped, and their requesters waited for the transport timer (dpib-perf
+ * -Q 4096: 43 frames dropped, a timeout). Requesters now leave room for
+ * what the receive side owes (IB_TX_RESERVE).
+ */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <time.h>
+#include <infiniband/verbs.h>
+
+#include "check.h"
+#include "dpib.h"
+
+static struct ibv_context *ctx;
+static struct ibv_pd *pd;
+static uint8_t *buf;
+static struct ibv_mr *mr;
+
+#define NPAIR		4096u
+#define DEPTH		2u		/* WRITEs outstanding per requester */
+#define PER_QP		24u		/* WRITEs per requester */
+#define SLOT		64u
+#define BUF_LEN		((DEPTH + 1) * NPAIR * SLOT)
+#define SRC(i, k)	(buf + ((size_t)(i) * DEPTH + (k) % DEPTH) * SLOT)
+#define DST(i)		(buf + (size_t)(NPAIR * DEPTH + (i)) * SLOT)
+
+#include "verbs_util.h"
+
+static const struct pair_opts opts = {
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+	.max_rd_atomic = 1, .min_rnr_timer = 1, .rnr_retry = 7,
+	.timeout = 14, .retry_cnt = 7,
+};
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The k-th WRITE of pair @i: its source slot stamped (pair, k) first. */
+static void
+post_write(struct ibv_qp *qp, uint32_t i, uint32_t k)
+{
+	uint32_t stamp[2] = { i, k };
+	struct ibv_sge sge = { (uintptr_t)SRC(i, k), SLOT, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = ((uint64_t)i << 32) | k, .sg_list = &sge,
+		.num_sge = 1, .opcode = IBV_WR_RDMA_WRITE,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)DST(i), mr->rkey },
+	}, *bad;
+	int ret;
+
+	/* A source slot per WRITE in flight; RC places a QP's WRITEs in
+	 * order, so the target slot ends with the last one's stamp.
+	 */
+	memcpy(SRC(i, k), stamp, sizeof(stamp));
+	ret = ibv_post_send(qp, &wr, &bad);
+	CHECK(ret == 0, "post WRITE %u of pair %u: %d", k, i, ret);
+}
+
+static void
+many_qps(void)
+{
+	struct ibv_qp **qp = calloc(2 * NPAIR, sizeof(*qp));
+	uint32_t *sent = calloc(NPAIR, sizeof(*sent));
+	uint32_t *got = calloc(NPAIR, sizeof(*got));
+	uint64_t drops0, timeouts0, done = 0;
+	struct ibv_wc wc[64];
+	struct ibv_cq *cq;
+	uint32_t i, k;
+	double deadline;
+	int n, j;
+
+	CHECK(qp != NULL && sent != NULL && got != NULL, "arrays");
+	cq = ibv_create_cq(ctx, (int)(NPAIR * DEPTH + 64), NULL, NULL, 0);
+	CHECK(cq != NULL, "create_cq errno %d", errno);
+	for (i = 0; i < 2 * NPAIR; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = DEPTH, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qp[i] = ibv_create_qp(pd, &ia);
+		CHECK(qp[i] != NULL, "create_qp %u: errno %d", i, errno);
+	}
+	for (i = 0; i < NPAIR; i++) {
+		qp_connect(qp[2 * i], qp[2 * i + 1]->qp_num, &opts,
+			   IBV_MTU_4096, 0x100, 0x200);
+		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, &opts,
+			   IBV_MTU_4096, 0x200, 0x100);
+	}
+	drops0 = dev_counter(ctx, "tx_drop_queue_full");
+	timeouts0 = dev_counter(ctx, "retransmit_timeout");
+
+	for (i = 0; i < NPAIR; i++)
+		for (k = 0; k < DEPTH; k++)
+			post_write(qp[2 * i], i, sent[i]++);
+	deadline = now_s() + 60;
+	while (done < (uint64_t)NPAIR * PER_QP) {
+		CHECK(now_s() < deadline, "%" PRIu64 " of %u completions "
+		      "within 60 s", done, NPAIR * PER_QP);
+		n = ibv_poll_cq(cq, 64, wc);
+		CHECK(n >= 0, "poll_cq %d", n);
+		for (j = 0; j < n; j++) {
+			i = (uint32_t)(wc[j].wr_id >> 32);
+			k = (uint32_t)wc[j].wr_id;
+			CHECK(wc[j].status == IBV_WC_SUCCESS &&
+			      wc[j].opcode == IBV_WC_RDMA_WRITE,
+			      "pair %u WRITE %u: %s", i, k,
+			      ibv_wc_status_str(wc[j].status));
+			CHECK(i < NPAIR && k == got[i], "pair %u: completion "
+			      "%u, want %u (in order)", i, k, got[i]);
+			got[i]++;
+			done++;
+			if (sent[i] < PER_QP)
+				post_write(qp[2 * i], i, sent[i]++);
+		}
+	}
+	for (i = 0; i < NPAIR; i++) {
+		uint32_t stamp[2];
+
+		memcpy(stamp, DST(i), sizeof(stamp));
+		CHECK(stamp[0] == i && stamp[1] == PER_QP - 1,
+		      "pair %u's slot holds (%u, %u)", i, stamp[0], stamp[1]);
+	}
+	CHECK(dev_counter(ctx, "tx_drop_queue_full") == drops0,
+	      "%" PRIu64 " frames dropped on a full transmit queue",
+	      dev_counter(ctx, "tx_drop_queue_full") - drops0);
+	CHECK(dev_counter(ctx, "retransmit_timeout") == timeouts0,
+	      "%" PRIu64 " retransmission timeouts",
+	      dev_counter(ctx, "retransmit_timeout") - timeouts0);
+	printf("  %u pairs, %u WRITEs: no drop, no timeout\n", NPAIR,
+	       NPAIR * PER_QP);
+	for (i = 0; i < 2 * NPAIR; i++)
+		CHECK(ibv_destroy_qp(qp[i]) == 0, "destroy_qp %u", i);
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
+	free(qp);
+	free(sent);
+	free(got);
+}
+
+int
+main(void)
+{
+	struct ibv_device **list;
+
+	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_WRITE, &mr);
+	RUN(many_qps);
+	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "cleanup");
+	CHECK(ibv_close_device(ctx) == 0, "close");
+	ibv_free_device_list(list);
+	free(buf);
+	CHECK_DONE();
+}
