@@ -8,14 +8,17 @@
  * requester the next, 24 per requester: every completion a success within
  * the deadline, every target slot holding its pair's last WRITE, and no
  * frame dropped on the way out (tx_drop_queue_full) nor any retransmission
- * timeout.
+ * timeout. Then the same with READs of 16 KiB on 512 of the pairs, whose
+ * responses fill the transmit queue while the other pairs' WRITEs want
+ * their ACKs.
  *
  * With that many QPs a pass queues thousands of frames while the port
  * takes a ring's worth; requesters once filled the transmit queue to the
  * last slot, the ACKs of the frames received next found it full and were
  * dropped, and their requesters waited for the transport timer (dpib-perf
  * -Q 4096: 43 frames dropped, a timeout). Requesters now leave room for
- * what the receive side owes (IB_TX_RESERVE).
+ * what the receive side owes (IB_TX_RESERVE), and an ACK that finds the
+ * queue full all the same (responses took it) waits for room.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -31,18 +34,25 @@ static uint8_t *buf;
 static struct ibv_mr *mr;
 
 #define NPAIR		4096u
-#define DEPTH		2u		/* WRITEs outstanding per requester */
-#define PER_QP		24u		/* WRITEs per requester */
+#define DEPTH		2u		/* WRs outstanding per requester */
+#define PER_QP		24u		/* WRs per requester */
 #define SLOT		64u
-#define BUF_LEN		((DEPTH + 1) * NPAIR * SLOT)
+#define NREAD		512u		/* pairs that READ, in the second run */
+#define READ_LEN	16384u
 #define SRC(i, k)	(buf + ((size_t)(i) * DEPTH + (k) % DEPTH) * SLOT)
 #define DST(i)		(buf + (size_t)(NPAIR * DEPTH + (i)) * SLOT)
+#define RSRC		(buf + (size_t)(NPAIR * (DEPTH + 1)) * SLOT)
+#define RDST(i, k)	(RSRC + ((size_t)(i) * DEPTH + (k) % DEPTH + 1) * \
+			 READ_LEN)
+#define BUF_LEN		((size_t)(NPAIR * (DEPTH + 1)) * SLOT + \
+			 (size_t)(NREAD * DEPTH + 1) * READ_LEN)
 
 #include "verbs_util.h"
 
 static const struct pair_opts opts = {
-	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-	.max_rd_atomic = 1, .min_rnr_timer = 1, .rnr_retry = 7,
+	.qp_access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		     IBV_ACCESS_REMOTE_READ,
+	.max_rd_atomic = DEPTH, .min_rnr_timer = 1, .rnr_retry = 7,
 	.timeout = 14, .retry_cnt = 7,
 };
 
@@ -77,8 +87,36 @@ post_write(struct ibv_qp *qp, uint32_t i, uint32_t k)
 	CHECK(ret == 0, "post WRITE %u of pair %u: %d", k, i, ret);
 }
 
+/* The k-th READ of pair @i: the shared pattern into a slot of its own. */
 static void
-many_qps(void)
+post_read(struct ibv_qp *qp, uint32_t i, uint32_t k)
+{
+	struct ibv_sge sge = { (uintptr_t)RDST(i, k), READ_LEN, mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = ((uint64_t)i << 32) | k, .sg_list = &sge,
+		.num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { (uintptr_t)RSRC, mr->rkey },
+	}, *bad;
+	int ret;
+
+	memset(RDST(i, k), 0, READ_LEN);
+	ret = ibv_post_send(qp, &wr, &bad);
+	CHECK(ret == 0, "post READ %u of pair %u: %d", k, i, ret);
+}
+
+static void
+post_next(struct ibv_qp *qp, uint32_t nread, uint32_t i, uint32_t k)
+{
+	if (i < nread)
+		post_read(qp, i, k);
+	else
+		post_write(qp, i, k);
+}
+
+/* All pairs WRITE, or the first @nread READ. */
+static void
+many_qps(uint32_t nread)
 {
 	struct ibv_qp **qp = calloc(2 * NPAIR, sizeof(*qp));
 	uint32_t *sent = calloc(NPAIR, sizeof(*sent));
@@ -109,12 +147,14 @@ many_qps(void)
 		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, &opts,
 			   IBV_MTU_4096, 0x200, 0x100);
 	}
+	for (i = 0; i < READ_LEN; i++)
+		RSRC[i] = (uint8_t)(i * 7 + 1);
 	drops0 = dev_counter(ctx, "tx_drop_queue_full");
 	timeouts0 = dev_counter(ctx, "retransmit_timeout");
 
 	for (i = 0; i < NPAIR; i++)
 		for (k = 0; k < DEPTH; k++)
-			post_write(qp[2 * i], i, sent[i]++);
+			post_next(qp[2 * i], nread, i, sent[i]++);
 	deadline = now_s() + 60;
 	while (done < (uint64_t)NPAIR * PER_QP) {
 		CHECK(now_s() < deadline, "%" PRIu64 " of %u completions "
@@ -124,19 +164,23 @@ many_qps(void)
 		for (j = 0; j < n; j++) {
 			i = (uint32_t)(wc[j].wr_id >> 32);
 			k = (uint32_t)wc[j].wr_id;
-			CHECK(wc[j].status == IBV_WC_SUCCESS &&
-			      wc[j].opcode == IBV_WC_RDMA_WRITE,
-			      "pair %u WRITE %u: %s", i, k,
-			      ibv_wc_status_str(wc[j].status));
-			CHECK(i < NPAIR && k == got[i], "pair %u: completion "
-			      "%u, want %u (in order)", i, k, got[i]);
+			CHECK(i < NPAIR && wc[j].status == IBV_WC_SUCCESS &&
+			      wc[j].opcode == (i < nread ? IBV_WC_RDMA_READ :
+					       IBV_WC_RDMA_WRITE),
+			      "pair %u WR %u: %s, opcode %d", i, k,
+			      ibv_wc_status_str(wc[j].status), wc[j].opcode);
+			CHECK(k == got[i], "pair %u: completion %u, want %u "
+			      "(in order)", i, k, got[i]);
+			CHECK(i >= nread ||
+			      memcmp(RDST(i, k), RSRC, READ_LEN) == 0,
+			      "pair %u READ %u: the bytes differ", i, k);
 			got[i]++;
 			done++;
 			if (sent[i] < PER_QP)
-				post_write(qp[2 * i], i, sent[i]++);
+				post_next(qp[2 * i], nread, i, sent[i]++);
 		}
 	}
-	for (i = 0; i < NPAIR; i++) {
+	for (i = nread; i < NPAIR; i++) {
 		uint32_t stamp[2];
 
 		memcpy(stamp, DST(i), sizeof(stamp));
@@ -149,8 +193,8 @@ many_qps(void)
 	CHECK(dev_counter(ctx, "retransmit_timeout") == timeouts0,
 	      "%" PRIu64 " retransmission timeouts",
 	      dev_counter(ctx, "retransmit_timeout") - timeouts0);
-	printf("  %u pairs, %u WRITEs: no drop, no timeout\n", NPAIR,
-	       NPAIR * PER_QP);
+	printf("  %u pairs, %u READs and %u WRITEs: no drop, no timeout\n",
+	       NPAIR, nread * PER_QP, (NPAIR - nread) * PER_QP);
 	for (i = 0; i < 2 * NPAIR; i++)
 		CHECK(ibv_destroy_qp(qp[i]) == 0, "destroy_qp %u", i);
 	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");
@@ -159,14 +203,27 @@ many_qps(void)
 	free(got);
 }
 
+static void
+writes(void)
+{
+	many_qps(0);
+}
+
+static void
+reads_and_writes(void)
+{
+	many_qps(NREAD);
+}
+
 int
 main(void)
 {
 	struct ibv_device **list;
 
 	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
-			 IBV_ACCESS_REMOTE_WRITE, &mr);
-	RUN(many_qps);
+			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr);
+	RUN(writes);
+	RUN(reads_and_writes);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "cleanup");
 	CHECK(ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);

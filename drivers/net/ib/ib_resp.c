@@ -53,10 +53,11 @@ static const char *const resp_state_name[] = {
 
 /* The request packet being handled. */
 /*
- * An ACK or NAK that cannot leave yet because the requester's MAC is still
- * being resolved is owed, not dropped: it leaves first thing once the MAC
- * is known (ib_resp_run), so that a new connection's first request is
- * answered at once rather than after the requester's transport timer.
+ * An ACK or NAK that cannot leave yet, because the requester's MAC is
+ * still being resolved or the transmit queue is full, is owed, not
+ * dropped: it leaves first thing once the MAC is known or there is room
+ * (ib_resp_run), so that the request is answered at once rather than
+ * after the requester's transport timer.
  * Acknowledgements are cumulative: only the latest is kept.
  */
 static void
@@ -74,6 +75,17 @@ send_ack(struct ib_qp *qp, uint8_t syndrome, uint32_t psn)
 	uint8_t *bth, *pay;
 	struct rte_mbuf *m;
 
+	/* A port that takes nothing while the queue is full: the ACK waits
+	 * for a later pass rather than being dropped (the requester would
+	 * wait for its transport timer).
+	 */
+	if (unlikely(ib_tx_room(qp->dev) < 1)) {
+		ib_tx_flush(qp->dev);
+		if (ib_tx_room(qp->dev) < 1) {
+			ack_owe(qp, syndrome, psn);
+			return;
+		}
+	}
 	m = ib_pkt_alloc(qp, IB_RC_ACKNOWLEDGE, 0, &bth, &pay);
 	if (m == NULL) {
 		if (!qp->path.hdr.resolved)
