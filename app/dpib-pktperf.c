@@ -14,13 +14,15 @@
  * parameters and the server's counts.
  *
  *   -t lat   ping-pong: the server echoes each frame; half round trip
- *            (min, typical = median, p99, max) over -n iterations
+ *            (min, typical = median, p99, max) over -n iterations;
+ *            -f 2 sends an ACK-sized frame in the same burst as each
+ *            ping and echo: the floor of an RC ping-pong (pktpath.h)
  *   -t rate  the client sends -s byte frames for -D seconds as fast as the
  *            port takes them; the server counts what arrives: frames/s
  *            and Gbit/s received, and the loss
  *
- * Usage: dpib-pktperf [-t lat|rate] [-s SIZE] [-n ITERS] [-D SECONDS]
- *                     [-p TCPPORT] [--json] [SERVER_IPV4]
+ * Usage: dpib-pktperf [-t lat|rate] [-s SIZE] [-n ITERS] [-f 1|2]
+ *                     [-D SECONDS] [-p TCPPORT] [--json] [SERVER_IPV4]
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -80,15 +82,17 @@ print(const struct pkt_params *p, const struct pkt_result *r, int json)
 {
 	if (p->test == PKT_LAT && json)
 		printf("{\"test\":\"lat\",\"size\":%u,\"iterations\":%u,"
-		       "\"min_us\":%.3f,\"typical_us\":%.3f,\"p99_us\":%.3f,"
-		       "\"max_us\":%.3f,\"resends\":%u}\n", p->size, p->iters,
-		       r->min_us, r->typical_us, r->p99_us, r->max_us,
-		       r->resends);
+		       "\"frames\":%u,\"min_us\":%.3f,\"typical_us\":%.3f,"
+		       "\"p99_us\":%.3f,\"max_us\":%.3f,\"resends\":%u}\n",
+		       p->size, p->iters, p->frames, r->min_us, r->typical_us,
+		       r->p99_us, r->max_us, r->resends);
 	else if (p->test == PKT_LAT)
-		printf("raw ping-pong, %u B frames, %u iterations: half round "
-		       "trip min %.2f typical %.2f p99 %.2f max %.2f us%s\n",
-		       p->size, p->iters, r->min_us, r->typical_us, r->p99_us,
-		       r->max_us, r->resends ? " (with resends)" : "");
+		printf("raw ping-pong, %u B frames%s, %u iterations: half "
+		       "round trip min %.2f typical %.2f p99 %.2f max %.2f us%s"
+		       "\n", p->size, p->frames > 1 ?
+		       " and an ACK-sized one each way" : "", p->iters,
+		       r->min_us, r->typical_us, r->p99_us, r->max_us,
+		       r->resends ? " (with resends)" : "");
 	else if (json)
 		printf("{\"test\":\"rate\",\"size\":%u,\"seconds\":%u,"
 		       "\"sent\":%lu,\"received\":%lu,\"mpps\":%.4f,"
@@ -107,7 +111,8 @@ static void
 usage(const char *prog)
 {
 	fprintf(stderr, "usage: %s [-t lat|rate] [-s SIZE] [-n ITERS] "
-		"[-D SECONDS] [-p TCPPORT] [--json] [SERVER_IPV4]\n", prog);
+		"[-f 1|2] [-D SECONDS] [-p TCPPORT] [--json] [SERVER_IPV4]\n",
+		prog);
 	exit(2);
 }
 
@@ -117,7 +122,7 @@ main(int argc, char **argv)
 	static const struct option lo[] = {
 		{ "json", no_argument, NULL, 'j' }, { NULL, 0, NULL, 0 } };
 	struct pkt_params prm = { .test = PKT_LAT, .size = 64, .iters = 10000,
-				  .secs = 2 };
+				  .secs = 2, .frames = 1 };
 	struct ibv_device **list;
 	struct ibv_context *ctx;
 	struct pkt_result r;
@@ -125,7 +130,7 @@ main(int argc, char **argv)
 	uint16_t tport = 18517;
 	int c, json = 0, server;
 
-	while ((c = getopt_long(argc, argv, "t:s:n:D:p:", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "t:s:n:f:D:p:", lo, NULL)) != -1) {
 		switch (c) {
 		case 't':
 			if (strcmp(optarg, "lat") == 0)
@@ -141,6 +146,9 @@ main(int argc, char **argv)
 		case 'n':
 			prm.iters = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
+		case 'f':
+			prm.frames = (uint32_t)strtoul(optarg, NULL, 0);
+			break;
 		case 'D':
 			prm.secs = (uint32_t)strtoul(optarg, NULL, 0);
 			break;
@@ -155,7 +163,8 @@ main(int argc, char **argv)
 		}
 	}
 	if (prm.size < PKT_MIN_FRAME || prm.size > PKT_MAX_FRAME || prm.iters == 0 ||
-	    prm.secs == 0 || optind + 1 < argc)
+	    prm.secs == 0 || prm.frames < 1 || prm.frames > 2 ||
+	    optind + 1 < argc)
 		usage(argv[0]);
 	server = optind == argc;
 	list = ibv_get_device_list(NULL);

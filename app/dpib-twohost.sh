@@ -8,7 +8,11 @@
 # between two network namespaces (net_af_packet, MTU 9000: IB MTU 4096),
 # created here and removed at exit, and net_memif. Engine mode: inline,
 # the shipped two-process configurations' mode. Each figure is the median
-# of REPS runs (default 5); ratios are dpib over raw.
+# of REPS runs (default 5); ratios are dpib over raw. The SEND latency
+# also goes beside the raw ping-pong with an ACK-sized frame behind each
+# ping and echo, each side answering once both are in (dpib-pktperf -f
+# 2): RC's own floor, since a responder's ACK is a frame of its own and
+# perftest takes its send completion before it answers.
 #
 # Usage (root): dpib-twohost.sh BUILD_DIR [REPS]
 set -u
@@ -104,6 +108,9 @@ for link in af memif; do
 	name=$([ $link = af ] && echo veth || echo memif)
 	raw_pps=$(med $link mpps "$pkt" -t rate -s 64)
 	raw_lat=$(med $link typical_us "$pkt" -t lat -s 64 -n 5000)
+	# The floor of an RC ping-pong: each side goes on once the answer
+	# and the ACK of its own request are in, two frames each way.
+	raw_lat2=$(med $link typical_us "$pkt" -t lat -s 64 -n 5000 -f 2)
 	raw_bw=$(med $link gbps "$pkt" -t rate -s 4200)
 	# The rates are steady states, as the raw path's (2 s) are:
 	# perftest's -D 2 times a window of a longer run, where a count of
@@ -127,6 +134,11 @@ for link in af memif; do
 		fi
 		printf '%-8s %-34s %12s %12s %8s\n' $name "$what" "$v" "$r" \
 			"$(ratio "$v" "$r")"
+		if [ $p = ib_send_lat ]; then
+			printf '%-8s %-34s %12s %12s %8s\n' $name \
+				"  vs raw, 2 frames each way (us)" "$v" \
+				"$raw_lat2" "$(ratio "$v" "$raw_lat2")"
+		fi
 	done
 	for p in ib_write_bw ib_read_bw; do
 		gb=$(med $link 4 $p -d dpib0 -x 0 -s 65536 -D 2 \

@@ -26,7 +26,7 @@
 #define RESEND_MS	100
 #define WAIT_S		10
 
-enum kind { PING = 1, PONG = 2 };
+enum kind { PING = 1, PONG = 2, EXTRA = 3 };
 
 struct hdr {
 	struct rte_ether_hdr eth;
@@ -102,14 +102,25 @@ ours(struct rte_mbuf *m, uint32_t kind)
 	return h;
 }
 
+/* @m, and with @extra an ACK-sized frame behind it in the same burst. */
 static void
-send_one(const struct pkt_path *p, struct rte_mbuf *m)
+send_one(const struct pkt_path *p, struct rte_mbuf *m, int extra)
 {
 	uint64_t end = rte_rdtsc() + rte_get_tsc_hz();
+	struct rte_mbuf *v[2] = { m, NULL };
+	uint16_t n = 1, sent = 0;
 
-	while (rte_eth_tx_burst(p->port, 0, &m, 1) == 0)
-		if (rte_rdtsc() > end)
+	if (extra) {
+		v[1] = frame(p, PKT_ACK_FRAME, EXTRA, 0);
+		if (v[1] == NULL)
+			die("mbuf", ENOBUFS);
+		n = 2;
+	}
+	while (sent < n) {
+		sent += rte_eth_tx_burst(p->port, 0, v + sent, n - sent);
+		if (sent < n && rte_rdtsc() > end)
 			die("the port takes no frame", EIO);
+	}
 }
 
 /* ---- lat ---- */
@@ -122,26 +133,46 @@ cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * An ACK-sized frame arrived: with -f 2 a side answers only once the one
+ * sent behind the ping (or echo) is in too, as an RC side needs both the
+ * answer and the ACK of its own request before it goes on.
+ */
+static int
+extra(struct rte_mbuf *m)
+{
+	return ours(m, EXTRA) != NULL;
+}
+
 static void
 lat_server(const struct pkt_path *p, const struct pkt_params *prm)
 {
-	struct rte_mbuf *rx[BURST];
+	struct rte_mbuf *rx[BURST], *ping = NULL;
 	uint32_t echoed = 0, total = prm->iters + WARMUP;
 	uint64_t idle = rte_rdtsc(), hz = rte_get_tsc_hz();
+	uint64_t pings = 0, extras = 0;
 	uint16_t n, i;
 
 	while (echoed < total) {
 		n = rte_eth_rx_burst(p->port, 0, rx, BURST);
 		for (i = 0; i < n; i++) {
-			struct hdr *h = ours(rx[i], PING);
-
-			if (h == NULL) {
+			if (ours(rx[i], PING) == NULL) {
+				extras += extra(rx[i]);
 				rte_pktmbuf_free(rx[i]);
 				continue;
 			}
+			if (ping != NULL)	/* a resend of it */
+				rte_pktmbuf_free(ping);
+			ping = rx[i];
+			pings++;
+		}
+		if (ping != NULL && (prm->frames < 2 || extras >= pings)) {
+			struct hdr *h = rte_pktmbuf_mtod(ping, struct hdr *);
+
 			h->kind = PONG;
 			rte_ether_addr_copy(&p->mac, &h->eth.src_addr);
-			send_one(p, rx[i]);
+			send_one(p, ping, prm->frames > 1);
+			ping = NULL;
 			echoed++;
 			idle = rte_rdtsc();
 		}
@@ -159,8 +190,9 @@ lat_client(const struct pkt_path *p, const struct pkt_params *prm,
 	uint64_t hz = rte_get_tsc_hz(), t0, deadline, end;
 	struct rte_mbuf *rx[BURST];
 	double us = 1e6 / (double)hz / 2;
+	uint64_t pongs = 0, extras = 0;
 	uint16_t n, i;
-	int got;
+	int got, pong;
 
 	if (t == NULL)
 		die("memory", ENOMEM);
@@ -171,16 +203,22 @@ lat_client(const struct pkt_path *p, const struct pkt_params *prm,
 		if (m == NULL)
 			die("mbuf", ENOBUFS);
 		t0 = rte_rdtsc();
-		send_one(p, m);
+		send_one(p, m, prm->frames > 1);
 		deadline = t0 + hz / 1000 * RESEND_MS;
-		for (got = 0; !got;) {
+		for (got = 0, pong = 0; !got;) {
 			n = rte_eth_rx_burst(p->port, 0, rx, BURST);
 			for (i = 0; i < n; i++) {
 				struct hdr *h = ours(rx[i], PONG);
 
-				got |= h != NULL && h->seq == seq;
+				if (h != NULL && h->seq == seq) {
+					pong = 1;
+					pongs++;
+				}
+				extras += h == NULL && extra(rx[i]);
 				rte_pktmbuf_free(rx[i]);
 			}
+			/* With -f 2, the echo's ACK-sized frame too. */
+			got = pong && (prm->frames < 2 || extras >= pongs);
 			if (!got && rte_rdtsc() > deadline) {
 				if (rte_rdtsc() > end)
 					die("no answer from the server",
@@ -189,7 +227,7 @@ lat_client(const struct pkt_path *p, const struct pkt_params *prm,
 				m = frame(p, prm->size, PING, seq);
 				if (m == NULL)
 					die("mbuf", ENOBUFS);
-				send_one(p, m);
+				send_one(p, m, prm->frames > 1);
 				deadline = rte_rdtsc() + hz / 1000 * RESEND_MS;
 			}
 		}
@@ -310,7 +348,7 @@ pkt_path_server(struct pkt_path *p)
 
 	tcp_recv(p, &prm, sizeof(prm), 0);
 	if (prm.size < sizeof(struct hdr) || prm.size > PKT_MAX_FRAME ||
-	    prm.iters == 0 || prm.secs == 0)
+	    prm.iters == 0 || prm.secs == 0 || prm.frames > 2)
 		die("the client's parameters", EINVAL);
 	if (prm.test == PKT_LAT)
 		lat_server(p, &prm);
@@ -325,6 +363,8 @@ pkt_path_client(struct pkt_path *p, const struct pkt_params *prm,
 	memset(r, 0, sizeof(*r));
 	if (prm->size < sizeof(struct hdr) || prm->size > PKT_MAX_FRAME)
 		die("frame size", EINVAL);
+	if (prm->frames > 2)
+		die("frames each way", EINVAL);
 	tcp_send(p, prm, sizeof(*prm));
 	if (prm->test == PKT_LAT)
 		lat_client(p, prm, r);

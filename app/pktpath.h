@@ -25,10 +25,19 @@
 
 enum pkt_test { PKT_LAT = 0, PKT_RATE = 1 };
 
-/* What the client tells the server (host byte order: one machine). */
+/*
+ * What the client tells the server (host byte order: one machine).
+ * @frames (PKT_LAT): frames each way per round, 1 or 2. With 2, a second
+ * frame of PKT_ACK_FRAME bytes leaves in the same burst as each ping and
+ * each echo, as an RC responder's ACK leaves with its program's answer
+ * (and a requester's ACK of that answer with its next request): the floor
+ * of an RC ping-pong on the link, where the kernel carries frame by frame.
+ */
 struct pkt_params {
-	uint32_t test, size, iters, secs;
+	uint32_t test, size, iters, secs, frames;
 };
+
+#define PKT_ACK_FRAME	62	/* a RoCEv2 ACK over IPv4, FCS left out */
 
 struct pkt_path {
 	uint16_t port;

@@ -9,7 +9,8 @@
 # the host's loopback. A run passes when it exits 0 and prints its result
 # rows (on stdout) with every figure positive; a two-process client also
 # the raw packet path between the same ports with a positive dpib/raw
-# (and nothing of it with --no-raw).
+# (and nothing of it with --no-raw). Then dpib-pktperf's ping-pong over the
+# same link with one frame and with two each way (-f 2).
 #
 # Usage: dpib_perf_perftest.sh BUILD_DIR SOURCE_DIR
 set -u
@@ -143,6 +144,43 @@ two bw send_bw -n 2000
 two lat write_lat -n 2000
 two lat read_lat -n 2000
 two lat send_lat -n 2000 --no-raw
+
+# dpib-pktperf, the raw path on its own, over the same memif link: the
+# ping-pong with one frame each way and with an ACK-sized one behind each
+# ping and echo (-f 2, each side answering once both are in).
+pkt="$build/app/dpib-pktperf"
+pkt_lat() {
+	local f=$1 c="$tmp/pkt.json" srv rc src
+	rm -f "$tmp/memif.sock"
+	DPIB_CONF="$tmp/a.conf" timeout $T "$pkt" -p $port >"$tmp/pkt-s.log" \
+		2>&1 &
+	srv=$!
+	sleep 0.5
+	DPIB_CONF="$tmp/b.conf" timeout $T "$pkt" -t lat -n 2000 -f "$f" \
+		--json -p $port 127.0.0.1 >"$c" 2>"$c.err"
+	rc=$?
+	wait $srv
+	src=$?
+	if [ $rc -eq 0 ] && [ $src -eq 0 ] && python3 -c "
+import json, sys
+d = json.loads(open('$c').readline())
+sys.exit(not (d['frames'] == $f and d['iterations'] == 2000 and
+	      0 < d['min_us'] <= d['typical_us'] <= d['max_us'] and
+	      d['resends'] == 0))"; then
+		ok "dpib-pktperf -t lat -f $f over memif ($(head -c 160 "$c"))"
+	else
+		fail "dpib-pktperf -t lat -f $f over memif (server rc $src," \
+			"client rc $rc)"
+		cat "$c" "$c.err" "$tmp/pkt-s.log" | tail -6 | sed 's/^/  /'
+	fi
+}
+pkt_lat 1
+pkt_lat 2
+if DPIB_CONF= timeout $T "$pkt" -t lat -f 3 127.0.0.1 >/dev/null 2>&1; then
+	fail "dpib-pktperf -f 3 refused"
+else
+	ok "dpib-pktperf -f 3 refused"
+fi
 
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]
