@@ -22,7 +22,6 @@
  */
 #include <inttypes.h>
 #include <stdlib.h>
-#include <time.h>
 #include <infiniband/verbs.h>
 
 #include "check.h"
@@ -55,15 +54,6 @@ static const struct pair_opts opts = {
 	.max_rd_atomic = DEPTH, .min_rnr_timer = 1, .rnr_retry = 7,
 	.timeout = 14, .retry_cnt = 7,
 };
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* The k-th WRITE of pair @i: its source slot stamped (pair, k) first. */
 static void
@@ -155,9 +145,9 @@ many_qps(uint32_t nread)
 	for (i = 0; i < NPAIR; i++)
 		for (k = 0; k < DEPTH; k++)
 			post_next(qp[2 * i], nread, i, sent[i]++);
-	deadline = now_s() + 60;
+	deadline = check_now() + 60;
 	while (done < (uint64_t)NPAIR * PER_QP) {
-		CHECK(now_s() < deadline, "%" PRIu64 " of %u completions "
+		CHECK(check_now() < deadline, "%" PRIu64 " of %u completions "
 		      "within 60 s", done, NPAIR * PER_QP);
 		n = ibv_poll_cq(cq, 64, wc);
 		CHECK(n >= 0, "poll_cq %d", n);
