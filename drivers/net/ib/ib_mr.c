@@ -561,7 +561,7 @@ mw_unbind(struct ib_mw *mw)
 	mw->valid = 0;
 	mw->mr->nbound--;
 	mw->mr = NULL;
-	if (mw->qp != NULL) {	/* another engine's QP, by LOCAL_INV */
+	if (mw->qp != NULL) {	/* atomic: LOCAL_INV may be another engine's */
 		__atomic_fetch_sub(&mw->qp->mw_bound, 1, __ATOMIC_RELAXED);
 		mw->qp = NULL;
 	}

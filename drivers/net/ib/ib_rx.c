@@ -469,9 +469,10 @@ rx_prefetch_qp(struct ib_dev *dev, const struct rte_mbuf *m)
 }
 
 /*
- * A burst from the port: the QPs of its frames fetched ahead, the ICRCs of its plain RoCEv2 frames first, in
- * rounds (ib_icrc_many: masked all, hashed all, put back, a third of the
- * cost of one at a time), then each frame in order.
+ * A burst from the port: its frames' QPs fetched ahead and the ICRCs of
+ * its plain RoCEv2 frames first, in rounds (ib_icrc_many: masked all,
+ * hashed all, put back, a third of the cost of one at a time), then each
+ * frame in order.
  */
 void
 ib_rx_burst(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n)

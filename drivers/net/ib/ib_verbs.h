@@ -492,8 +492,8 @@ struct ib_qp {
 	 * consecutive lines: the run lists, the timers, the requester, the
 	 * completer, the window, the header template, the responder's
 	 * scalars; the responder's arrays and the cold rest after. With
-	 * thousands of QPs each costs the engine its lines, not scattered
-	 * fields of a 9 KiB object.
+	 * thousands of QPs each costs the engine these lines, not scattered
+	 * fields of a 10 KiB object.
 	 */
 	TAILQ_ENTRY(ib_qp) next __rte_cache_aligned;
 	int active;		/* enum ib_qp_sched: which engine list */
