@@ -19,12 +19,18 @@ command -v mpirun >/dev/null ||
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
+# The shipped memif pair with a socket of this run's own: no other suite's
+# server or stale socket can stand in for rank 0's.
+for side in server client; do
+	sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+		"$top/config/memif-$side.conf" >"$tmp/memif-$side.conf"
+done
 cat >"$tmp/rank.sh" <<EOF
 #!/bin/sh
 if [ "\$OMPI_COMM_WORLD_RANK" = 0 ]; then
-	c=$top/config/memif-server.conf
+	c=$tmp/memif-server.conf
 else
-	c=$top/config/memif-client.conf
+	c=$tmp/memif-client.conf
 fi
 DPIB_EXIT_COUNTERS=$tmp/counters.\$OMPI_COMM_WORLD_RANK exec "$build/app/dpib-run" -c "\$c" "\$@"
 EOF

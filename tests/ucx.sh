@@ -86,7 +86,12 @@ pair() {
 		sc=$top/config/af_packet-a.conf cc=$top/config/af_packet-b.conf
 		sx=(ip netns exec "$na") cx=(ip netns exec "$nb") addr=192.0.2.1
 	else
-		sc=$top/config/memif-server.conf cc=$top/config/memif-client.conf
+		# A socket of this run's own (mpi.sh's ranks use another).
+		sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+			"$top/config/memif-server.conf" >"$tmp/memif-s.conf"
+		sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
+			"$top/config/memif-client.conf" >"$tmp/memif-c.conf"
+		sc=$tmp/memif-s.conf cc=$tmp/memif-c.conf
 		sx=() cx=() addr=127.0.0.1
 	fi
 	rm -f "$tmp/counters"
