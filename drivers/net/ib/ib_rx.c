@@ -442,37 +442,9 @@ icrc_span(struct rte_mbuf *m)
 }
 
 /*
- * The QP a plain RoCEv2 frame is for, fetched ahead (ib_qp_prefetch): the
- * burst's frames then find their QPs' lines in cache. Only a hint: any
- * IPv4 frame's would-be QPN indexes the table, rx_frame checks the rest.
- */
-static inline void
-rx_prefetch_qp(struct ib_dev *dev, const struct rte_mbuf *m)
-{
-	const uint8_t *p = rte_pktmbuf_mtod(m, const uint8_t *);
-	const struct rte_ipv4_hdr *ip = (const void *)(p + RTE_ETHER_HDR_LEN);
-	const struct ib_qp *qp;
-	uint32_t qpn;
-
-	if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + IP_LEN + UDP_LEN +
-				      IB_BTH_LEN ||
-	    ((const struct rte_ether_hdr *)p)->ether_type !=
-	    rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4) || ip->version_ihl != 0x45)
-		return;
-	qpn = bth_qpn((const struct ib_bth *)((const uint8_t *)ip + IP_LEN +
-					      UDP_LEN));
-	if (qpn >= IB_MAX_QP)
-		return;
-	qp = __atomic_load_n(&dev->qp_tbl[qpn], __ATOMIC_RELAXED);
-	if (qp != NULL)
-		ib_qp_prefetch(qp);
-}
-
-/*
- * A burst from the port: its frames' QPs fetched ahead and the ICRCs of
- * its plain RoCEv2 frames first, in rounds (ib_icrc_many: masked all,
- * hashed all, put back, a third of the cost of one at a time), then each
- * frame in order.
+ * A burst from the port: the ICRCs of its plain RoCEv2 frames first, in
+ * rounds (ib_icrc_many: masked all, hashed all, put back, a third of the
+ * cost of one at a time), then each frame in order.
  */
 void
 ib_rx_burst(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n)
@@ -487,8 +459,6 @@ ib_rx_burst(struct ib_dev *dev, struct rte_mbuf **pkts, uint32_t n)
 		n -= IB_RX_BURST;
 	}
 	for (i = 0, k = 0; i < n; i++) {
-		if (n > 1)
-			rx_prefetch_qp(dev, pkts[i]);
 		span[i] = icrc_span(pkts[i]);
 		if (span[i] != 0) {
 			ip[k] = rte_pktmbuf_mtod(pkts[i], uint8_t *) +

@@ -426,7 +426,7 @@ ib_tx_room(struct ib_dev *dev)
 int
 ib_tx_room_req(struct ib_dev *dev)
 {
-	return IB_TX_PENDING - IB_TX_RESERVE - ib_sh(dev)->tx_n;
+	return ib_tx_room(dev) - IB_TX_RESERVE;
 }
 
 /*

@@ -527,9 +527,8 @@ TAILQ_HEAD(ib_qp_list, ib_qp);
 /*
  * The engine's lines of a QP (its state, the run lists through the
  * responder's scalars), fetched ahead of use: for the next QP of the
- * active list while one runs, for the QPs of a receive burst before its
- * first frame. With thousands of QPs each would otherwise be a wait.
- * A prefetch of a QP freed meanwhile is harmless.
+ * active list while one runs. A prefetch of a QP freed meanwhile is
+ * harmless.
  */
 #define IB_QP_HOT_LINES \
 	((offsetof(struct ib_qp, resp.rd) - offsetof(struct ib_qp, next) + \
