@@ -19,7 +19,9 @@
  *               its own CQ and pair, vs one engine (each count in a
  *               process of its own: engines are set at start-up)
  *
- * Each figure is the median of several repetitions.
+ * Each figure is the median of several repetitions; in each, the raw path
+ * and dpib run back to back on the same lcore (the engine lends it to the
+ * raw path's worker), and dpib/raw is the median of those pairs' ratios.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -425,6 +427,9 @@ struct raw_worker {
 	uint32_t size;
 	volatile int mode;
 	volatile uint64_t received;
+	volatile int running;	/* on the engine's lcore now */
+	volatile int err;	/* dpib_engine_lend's */
+	pthread_t lender;
 };
 
 static uint16_t
@@ -460,7 +465,7 @@ raw_open(struct bench *b)
 	b->raw_b = raw_port_open(b, RAW_PORT "_b");
 }
 
-static int
+static void
 raw_worker_main(void *arg)
 {
 	struct raw_worker *w = arg;
@@ -495,7 +500,59 @@ raw_worker_main(void *arg)
 		}
 		w->received += n;
 	}
-	return 0;
+}
+
+/*
+ * The worker runs on the engine's own lcore, lent by the engine between
+ * two of its passes (dpib_engine_lend), from raw_begin to raw_end: the
+ * raw path and dpib take turns on the same CPUs within each repetition,
+ * so that a change of the machine's speed (a VM's vCPUs slow down and
+ * speed up by 2x within seconds here) hits both sides of a ratio alike.
+ */
+static void
+raw_lent(void *arg)
+{
+	struct raw_worker *w = arg;
+
+	w->running = 1;
+	raw_worker_main(w);
+	w->running = 0;
+}
+
+static void *
+raw_lender(void *arg)
+{
+	struct raw_worker *w = arg;
+
+	w->err = dpib_engine_lend(w->b->ctx, raw_lent, w);
+	return NULL;
+}
+
+static void
+raw_begin(struct raw_worker *w, enum raw_mode mode)
+{
+	uint64_t deadline = rte_rdtsc() + 10 * rte_get_tsc_hz();
+
+	w->mode = mode;
+	w->running = 0;
+	w->err = 0;
+	if (pthread_create(&w->lender, NULL, raw_lender, w) != 0)
+		die("raw worker thread", EAGAIN);
+	while (!w->running) {
+		if (w->err != 0)
+			die("dpib_engine_lend", w->err);
+		if (rte_rdtsc() > deadline)
+			die("raw worker: the engine did not lend its lcore",
+			    ETIMEDOUT);
+		rte_pause();
+	}
+}
+
+static void
+raw_end(struct raw_worker *w)
+{
+	w->mode = RAW_STOP;
+	pthread_join(w->lender, NULL);
 }
 
 /* Build one frame: header bytes plus @size payload bytes from @off. */
@@ -592,10 +649,12 @@ raw_lat(struct bench *b, struct raw_worker *w, uint32_t size, uint32_t iters,
 struct results {
 	double cyc_rx, cyc_tx;			/* engine TSC per message */
 	double rate, raw_rate;			/* messages/s */
-	double aw_rate, raw_rate8, mw_rate;	/* messages/s */
+	double aw_rate, raw_rate8, mw_rate, raw_mw;	/* messages/s */
 	double lat, lat99, raw_lat, raw_lat99;	/* us */
 	double lat999, raw_lat999;		/* us */
 	double bw, raw_bw;			/* messages/s */
+	/* dpib/raw: medians of each repetition's own ratio */
+	double rate_ratio, aw_ratio, mw_ratio, lat_ratio, bw_ratio;
 };
 
 /* The SEND latency again with an inline engine (a child's, -1: not run). */
@@ -611,19 +670,21 @@ print_header(const char *title, const struct opts *o)
 	       "as on a wire)" : "off (the frames stay in memory; "
 	       "DPIB_ICRC=on computes it)");
 	printf(" Transport type : IB over RoCEv2 (UDP 4791), RC\n");
-	printf(" Repetitions    : %u (medians reported)\n", o->reps);
+	printf(" Repetitions    : %u (medians reported; dpib/raw: the median "
+	       "of each repetition's ratio, the two measured back to back)\n",
+	       o->reps);
 	printf(" Raw DPDK path  : net_ring ports, this thread -> worker on the engine lcore\n");
 	printf("---------------------------------------------------------------------------------------\n");
 }
 
 static void
 print_rate(const char *title, const struct opts *o, uint32_t size,
-	   uint32_t iters, double d, double r)
+	   uint32_t iters, double d, double r, double ratio)
 {
 	print_header(title, o);
 	printf(" #bytes  #iterations  MsgRate[Mpps]  BW average[Gb/sec]  raw DPDK[Mpps]  raw BW[Gb/sec]  dpib/raw\n");
 	printf(" %-7u %-12u %-14.3f %-19.3f %-15.3f %-15.3f %.2f\n", size, iters,
-	       d / 1e6, d * size * 8 / 1e9, r / 1e6, r * size * 8 / 1e9, d / r);
+	       d / 1e6, d * size * 8 / 1e9, r / 1e6, r * size * 8 / 1e9, ratio);
 }
 
 static void
@@ -633,8 +694,7 @@ print_lat(const struct opts *o, uint32_t iters, const struct results *res)
 	printf(" #bytes  #iterations  t_median[usec]  t_99%%[usec]  t_99.9%%[usec]  raw DPDK median[usec]  raw 99%%[usec]  raw 99.9%%[usec]  dpib/raw\n");
 	printf(" %-7u %-12u %-15.3f %-12.3f %-14.3f %-22.3f %-14.3f %-16.3f %.2f\n",
 	       o->lat_size, iters, res->lat, res->lat99, res->lat999,
-	       res->raw_lat, res->raw_lat99, res->raw_lat999,
-	       res->lat / res->raw_lat);
+	       res->raw_lat, res->raw_lat99, res->raw_lat999, res->lat_ratio);
 	printf(" (engine lcore: this thread posts and polls, the engine on its "
 	       "own CPU carries each message)\n");
 	if (inl_lat < 0)
@@ -644,7 +704,8 @@ print_lat(const struct opts *o, uint32_t iters, const struct results *res)
 	       res->raw_lat, res->raw_lat99, res->raw_lat999,
 	       inl_lat / res->raw_lat);
 	printf(" (inline engine, in a child process: the posting and polling "
-	       "thread runs the engine's passes itself)\n");
+	       "thread runs the engine's passes itself; measured before the "
+	       "rest, its dpib/raw is against the raw median above)\n");
 }
 
 /* Median, 99th and 99.9th percentiles of @n samples (sorts them). */
@@ -659,11 +720,12 @@ lat_stats(double *v, uint32_t n, double *med, double *p99, double *p999)
 /*
  * -S: the WRITE rate and bandwidth as the message grows, beside the raw
  * path carrying the same bytes (frames of up to the path MTU, one message
- * being ceil(size / MTU) of them). Filled by measure_raw and measure_dpib.
+ * being ceil(size / MTU) of them). Filled by measure.
  */
 #define MAX_SIZES	16
 static uint32_t sweep_size[MAX_SIZES], nsweep;
 static double sweep_rate[MAX_SIZES], sweep_raw[MAX_SIZES];
+static double sweep_ratio[MAX_SIZES];	/* dpib/raw, as measure's */
 static double sweep_cyc[MAX_SIZES];	/* engine TSC cycles per byte */
 static int sweep_zc[MAX_SIZES];		/* frames went zero-copy */
 
@@ -671,51 +733,6 @@ static uint32_t
 sweep_iters(const struct opts *o, uint32_t size)
 {
 	return RTE_MAX(o->iters / RTE_MAX(size / 1024, 1u), 2000u) / 16 * 16;
-}
-
-/* Phase 1: the raw path, with the worker where the engine will run. */
-static void
-measure_raw(struct bench *b, const struct opts *o, uint32_t bw_iters,
-	    uint32_t lat_iters, struct results *res)
-{
-	struct raw_worker w = { .b = b, .mode = RAW_SINK };
-	unsigned int lcore = rte_get_next_lcore(-1, 1, 0);
-	double v[64], m[64], p[64], q[64];
-	double *lat = calloc(lat_iters, sizeof(double));
-	uint32_t i, k, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
-
-	if (lat == NULL || lcore >= RTE_MAX_LCORE ||
-	    rte_eal_remote_launch(raw_worker_main, &w, lcore) != 0)
-		die("raw worker", EBUSY);
-	for (i = 0; i < o->reps; i++)
-		v[i] = raw_rate(b, &w, o->rate_size, o->iters, o->rate_size);
-	res->raw_rate = median(v, o->reps);
-	for (i = 0; i < o->reps; i++)
-		v[i] = raw_rate(b, &w, 8, o->iters, 8);
-	res->raw_rate8 = median(v, o->reps);
-	for (i = 0; i < o->reps; i++)
-		v[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
-				bw_iters * pkts, o->bw_size) / pkts;
-	res->raw_bw = median(v, o->reps);
-	for (k = 0; k < nsweep; k++) {
-		uint32_t size = sweep_size[k], per = (size + b->mtu - 1) / b->mtu;
-
-		for (i = 0; i < o->reps; i++)
-			v[i] = raw_rate(b, &w, RTE_MIN(size, b->mtu),
-					sweep_iters(o, size) * per, size) / per;
-		sweep_raw[k] = median(v, o->reps);
-	}
-	w.mode = RAW_ECHO;
-	for (i = 0; i < o->reps; i++) {
-		raw_lat(b, &w, o->lat_size, lat_iters, lat);
-		lat_stats(lat, lat_iters, &m[i], &p[i], &q[i]);
-	}
-	res->raw_lat = median(m, o->reps);
-	res->raw_lat99 = median(p, o->reps);
-	res->raw_lat999 = median(q, o->reps);
-	w.mode = RAW_STOP;
-	rte_eal_wait_lcore(lcore);
-	free(lat);
 }
 
 /* A device counter by name (0 when absent). */
@@ -732,67 +749,132 @@ counter(struct bench *b, const char *name)
 	return 0;
 }
 
-/* Phase 2: dpib, its engine on that same lcore. */
-static void
-measure_dpib(struct bench *b, const struct opts *o, uint32_t bw_iters,
-	     uint32_t lat_iters, struct results *res)
+/*
+ * One repetition's pair: the raw path and dpib back to back, raw first in
+ * even repetitions and dpib first in odd ones (a drift within a pair then
+ * cancels over the run). RAW runs with the worker on the engine's lcore.
+ */
+#define PAIR(i, w, mode, RAW, DPIB)					\
+	do {								\
+		if ((i) % 2 == 0) {					\
+			raw_begin(w, mode); RAW; raw_end(w);		\
+			DPIB;						\
+		} else {						\
+			DPIB;						\
+			raw_begin(w, mode); RAW; raw_end(w);		\
+		}							\
+	} while (0)
+
+/* The median of @n ratios @a[i] / @b[i] (before @a and @b are sorted). */
+static double
+median_ratio(const double *a, const double *b, uint32_t n)
 {
-	double v[64], m[64], p[64], q[64];
+	double r[64];
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		r[i] = a[i] / b[i];
+	return median(r, n);
+}
+
+/*
+ * Every figure of the tables, dpib's engine and the raw path's worker
+ * taking turns on the engine's lcore within each repetition; each dpib/raw
+ * is the median of the repetitions' own ratios.
+ */
+static void
+measure(struct bench *b, const struct opts *o, uint32_t bw_iters,
+	uint32_t lat_iters, struct results *res)
+{
+	struct raw_worker w = { .b = b };
+	double v[64], r[64], m[64], p[64], q[64], rm[64], rp[64], rq[64];
 	double *lat = calloc(lat_iters, sizeof(double));
-	uint64_t rx0, tx0;
-	uint32_t i, k;
+	uint32_t i, k, pkts = (o->bw_size + b->mtu - 1) / b->mtu;
+	uint64_t rx0, tx0, cyc_rx = 0, cyc_tx = 0;
 
 	if (lat == NULL)
 		die("alloc", ENOMEM);
-	bench_qps(b);
-	rx0 = counter(b, "engine_cycles_receive");
-	tx0 = counter(b, "engine_cycles_send");
+	bench_qps(b);	/* the engine starts: its lcore is lent from now on */
 	for (i = 0; i < o->reps; i++)
-		v[i] = dpib_write(b, o->rate_size, o->iters, o->outstanding);
+		PAIR(i, &w, RAW_SINK,
+		     r[i] = raw_rate(b, &w, o->rate_size, o->iters,
+				     o->rate_size),
+		     rx0 = counter(b, "engine_cycles_receive");
+		     tx0 = counter(b, "engine_cycles_send");
+		     v[i] = dpib_write(b, o->rate_size, o->iters,
+				       o->outstanding);
+		     cyc_rx += counter(b, "engine_cycles_receive") - rx0;
+		     cyc_tx += counter(b, "engine_cycles_send") - tx0);
+	/* The engine's own TSC (counted by the engine in its passes). */
+	res->cyc_rx = (double)cyc_rx / ((double)o->iters * o->reps);
+	res->cyc_tx = (double)cyc_tx / ((double)o->iters * o->reps);
+	res->rate_ratio = median_ratio(v, r, o->reps);
 	res->rate = median(v, o->reps);
-	/* The engine's own TSC (counted by the engine between phases). */
-	res->cyc_rx = (double)(counter(b, "engine_cycles_receive") - rx0) /
-		      ((double)o->iters * o->reps);
-	res->cyc_tx = (double)(counter(b, "engine_cycles_send") - tx0) /
-		      ((double)o->iters * o->reps);
+	res->raw_rate = median(r, o->reps);
 	for (i = 0; i < o->reps; i++)
-		v[i] = dpib_write(b, o->bw_size, bw_iters, 32);
+		PAIR(i, &w, RAW_SINK,
+		     r[i] = raw_rate(b, &w, RTE_MIN(o->bw_size, b->mtu),
+				     bw_iters * pkts, o->bw_size) / pkts,
+		     v[i] = dpib_write(b, o->bw_size, bw_iters, 32));
+	res->bw_ratio = median_ratio(v, r, o->reps);
 	res->bw = median(v, o->reps);
+	res->raw_bw = median(r, o->reps);
 	for (i = 0; i < o->reps; i++) {
-		dpib_send_lat(b, o->lat_size, lat_iters, lat);
-		lat_stats(lat, lat_iters, &m[i], &p[i], &q[i]);
+		PAIR(i, &w, RAW_ECHO,
+		     raw_lat(b, &w, o->lat_size, lat_iters, lat);
+		     lat_stats(lat, lat_iters, &rm[i], &rp[i], &rq[i]),
+		     dpib_send_lat(b, o->lat_size, lat_iters, lat);
+		     lat_stats(lat, lat_iters, &m[i], &p[i], &q[i]));
 	}
+	res->lat_ratio = median_ratio(m, rm, o->reps);
 	res->lat = median(m, o->reps);
 	res->lat99 = median(p, o->reps);
 	res->lat999 = median(q, o->reps);
+	res->raw_lat = median(rm, o->reps);
+	res->raw_lat99 = median(rp, o->reps);
+	res->raw_lat999 = median(rq, o->reps);
 	/* ATOMIC WRITE holds a READ/atomic credit: max_rd_atomic (16) in
-	 * flight, whatever -o says.
+	 * flight, whatever -o says. Beside raw 8-byte frames.
 	 */
 	for (i = 0; i < o->reps; i++)
-		v[i] = dpib_write_op(b, IBV_WR_ATOMIC_WRITE, b->mr->rkey, 8,
-				     o->iters, o->outstanding);
+		PAIR(i, &w, RAW_SINK,
+		     r[i] = raw_rate(b, &w, 8, o->iters, 8),
+		     v[i] = dpib_write_op(b, IBV_WR_ATOMIC_WRITE, b->mr->rkey,
+					  8, o->iters, o->outstanding));
+	res->aw_ratio = median_ratio(v, r, o->reps);
 	res->aw_rate = median(v, o->reps);
+	res->raw_rate8 = median(r, o->reps);
 	bench_window(b);
 	for (i = 0; i < o->reps; i++)
-		v[i] = dpib_write_op(b, IBV_WR_RDMA_WRITE, b->mw->rkey,
-				     o->rate_size, o->iters, o->outstanding);
+		PAIR(i, &w, RAW_SINK,
+		     r[i] = raw_rate(b, &w, o->rate_size, o->iters,
+				     o->rate_size),
+		     v[i] = dpib_write_op(b, IBV_WR_RDMA_WRITE, b->mw->rkey,
+					  o->rate_size, o->iters,
+					  o->outstanding));
+	res->mw_ratio = median_ratio(v, r, o->reps);
 	res->mw_rate = median(v, o->reps);
+	res->raw_mw = median(r, o->reps);
 	for (k = 0; k < nsweep; k++) {
-		uint64_t c0 = counter(b, "engine_cycles_receive") +
-			      counter(b, "engine_cycles_send");
-		uint64_t z0 = counter(b, "tx_zero_copy_packets");
+		uint32_t size = sweep_size[k], per = (size + b->mtu - 1) / b->mtu;
+		uint32_t iters = sweep_iters(o, size);
+		uint64_t cyc = 0, c0, z0 = counter(b, "tx_zero_copy_packets");
 
 		for (i = 0; i < o->reps; i++)
-			v[i] = dpib_write(b, sweep_size[k],
-					  sweep_iters(o, sweep_size[k]),
-					  sweep_size[k] > 4096 ? 32 :
-					  o->outstanding);
+			PAIR(i, &w, RAW_SINK,
+			     r[i] = raw_rate(b, &w, RTE_MIN(size, b->mtu),
+					     iters * per, size) / per,
+			     c0 = counter(b, "engine_cycles_receive") +
+				  counter(b, "engine_cycles_send");
+			     v[i] = dpib_write(b, size, iters, size > 4096 ?
+					       32 : o->outstanding);
+			     cyc += counter(b, "engine_cycles_receive") +
+				    counter(b, "engine_cycles_send") - c0);
+		sweep_ratio[k] = median_ratio(v, r, o->reps);
 		sweep_rate[k] = median(v, o->reps);
+		sweep_raw[k] = median(r, o->reps);
 		/* Both sides of the loopback: requester and responder. */
-		sweep_cyc[k] = (double)(counter(b, "engine_cycles_receive") +
-					counter(b, "engine_cycles_send") - c0) /
-			       ((double)sweep_size[k] *
-				sweep_iters(o, sweep_size[k]) * o->reps);
+		sweep_cyc[k] = (double)cyc / ((double)size * iters * o->reps);
 		sweep_zc[k] = counter(b, "tx_zero_copy_packets") != z0;
 	}
 	free(lat);
@@ -812,7 +894,7 @@ print_sweep(const struct opts *o)
 		       sweep_size[k], sweep_rate[k] / 1e6,
 		       sweep_rate[k] * sweep_size[k] * 8 / 1e9,
 		       sweep_raw[k] / 1e6, sweep_raw[k] * sweep_size[k] * 8 / 1e9,
-		       sweep_rate[k] / sweep_raw[k], sweep_cyc[k],
+		       sweep_ratio[k], sweep_cyc[k],
 		       sweep_zc[k] ? "yes" : "no");
 	fflush(stdout);
 }
@@ -959,29 +1041,33 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 		"\"path_mtu\":%u,\"tsc_hz\":%" PRIu64 ",\n", o->reps, b->mtu,
 		rte_get_tsc_hz());
 	fprintf(f, " \"write_rate\":{\"bytes\":%u,\"mpps\":%.4f,"
-		"\"raw_mpps\":%.4f,\"cycles_receive\":%.1f,"
+		"\"raw_mpps\":%.4f,\"ratio\":%.4f,\"cycles_receive\":%.1f,"
 		"\"cycles_send\":%.1f},\n", o->rate_size, r->rate / 1e6,
-		r->raw_rate / 1e6, r->cyc_rx, r->cyc_tx);
+		r->raw_rate / 1e6, r->rate_ratio, r->cyc_rx, r->cyc_tx);
 	fprintf(f, " \"send_lat\":{\"bytes\":%u,\"median_us\":%.4f,"
 		"\"p99_us\":%.4f,\"p999_us\":%.4f,\"raw_median_us\":%.4f,"
-		"\"raw_p99_us\":%.4f,\"raw_p999_us\":%.4f,"
+		"\"raw_p99_us\":%.4f,\"raw_p999_us\":%.4f,\"ratio\":%.4f,"
 		"\"inline_median_us\":%.4f,\"inline_p99_us\":%.4f,"
 		"\"inline_p999_us\":%.4f},\n", o->lat_size,
 		r->lat, r->lat99, r->lat999, r->raw_lat, r->raw_lat99,
-		r->raw_lat999, inl_lat, inl_lat99, inl_lat999);
+		r->raw_lat999, r->lat_ratio, inl_lat, inl_lat99, inl_lat999);
 	fprintf(f, " \"write_bw\":{\"bytes\":%u,\"gbps\":%.3f,"
-		"\"raw_gbps\":%.3f},\n", o->bw_size,
-		r->bw * o->bw_size * 8 / 1e9, r->raw_bw * o->bw_size * 8 / 1e9);
+		"\"raw_gbps\":%.3f,\"ratio\":%.4f},\n", o->bw_size,
+		r->bw * o->bw_size * 8 / 1e9, r->raw_bw * o->bw_size * 8 / 1e9,
+		r->bw_ratio);
 	fprintf(f, " \"atomic_write_rate\":{\"mpps\":%.4f,"
-		"\"raw_mpps\":%.4f},\n", r->aw_rate / 1e6, r->raw_rate8 / 1e6);
-	fprintf(f, " \"window_write_rate\":{\"mpps\":%.4f},\n",
-		r->mw_rate / 1e6);
+		"\"raw_mpps\":%.4f,\"ratio\":%.4f},\n", r->aw_rate / 1e6,
+		r->raw_rate8 / 1e6, r->aw_ratio);
+	fprintf(f, " \"window_write_rate\":{\"mpps\":%.4f,"
+		"\"raw_mpps\":%.4f,\"ratio\":%.4f},\n", r->mw_rate / 1e6,
+		r->raw_mw / 1e6, r->mw_ratio);
 	fprintf(f, " \"size_sweep\":[");
 	for (i = 0; i < nsweep; i++)
 		fprintf(f, "%s{\"bytes\":%u,\"mpps\":%.4f,\"raw_mpps\":%.4f,"
-			"\"cycles_per_byte\":%.4f,\"zero_copy\":%s}",
+			"\"ratio\":%.4f,\"cycles_per_byte\":%.4f,"
+			"\"zero_copy\":%s}",
 			i ? "," : "", sweep_size[i], sweep_rate[i] / 1e6,
-			sweep_raw[i] / 1e6, sweep_cyc[i],
+			sweep_raw[i] / 1e6, sweep_ratio[i], sweep_cyc[i],
 			sweep_zc[i] ? "true" : "false");
 	fprintf(f, "],\n");
 	fprintf(f, " \"engine_scale\":[");
@@ -1495,20 +1581,19 @@ main(int argc, char **argv)
 	printf("dpib-perf: %u iterations x %u repetitions, %u outstanding, "
 	       "path MTU %u, TSC %.2f GHz\n", o.iters, o.reps, o.outstanding,
 	       b.mtu, rte_get_tsc_hz() / 1e9);
-	measure_raw(&b, &o, bw_iters, lat_iters, &res);
-	measure_dpib(&b, &o, bw_iters, lat_iters, &res);
+	measure(&b, &o, bw_iters, lat_iters, &res);
 	print_rate("RDMA_Write Message Rate Test", &o, o.rate_size, o.iters,
-		   res.rate, res.raw_rate);
+		   res.rate, res.raw_rate, res.rate_ratio);
 	printf(" Engine cycles per message (TSC): receive %.0f (the "
 	       "responder's WRITE, the completer's ACK), send %.0f (the "
 	       "requester's packet, the transmit)\n", res.cyc_rx, res.cyc_tx);
 	print_lat(&o, lat_iters, &res);
 	print_rate("RDMA_Write BW Test", &o, o.bw_size, bw_iters, res.bw,
-		   res.raw_bw);
+		   res.raw_bw, res.bw_ratio);
 	print_rate("ATOMIC_WRITE Message Rate Test (IBA 1.5)", &o, 8, o.iters,
-		   res.aw_rate, res.raw_rate8);
+		   res.aw_rate, res.raw_rate8, res.aw_ratio);
 	print_rate("RDMA_Write Message Rate through a Memory Window", &o,
-		   o.rate_size, o.iters, res.mw_rate, res.raw_rate);
+		   o.rate_size, o.iters, res.mw_rate, res.raw_mw, res.mw_ratio);
 	printf(" (through the MR's own rkey above: %.3f Mpps; window/MR %.2f)\n",
 	       res.rate / 1e6, res.mw_rate / res.rate);
 	print_sweep(&o);

@@ -97,6 +97,29 @@ else
 	ok "read_bw -c UD refused (perftest: UD sends only)"
 fi
 
+# The README's tables (dpib-perf without a test name): the raw path and
+# dpib take turns on the engine's lcore (dpib_engine_lend) within each
+# repetition; every table has its dpib/raw, every figure is positive.
+if DPIB_CONF= timeout $T "$perf" -n 4000 -r 3 -S 512 --json "$tmp/base.json" \
+	>"$tmp/base.log" 2>&1 &&
+   python3 - "$tmp/base.json" <<'PY'
+import json, math, sys
+d = json.load(open(sys.argv[1]))
+rows = [d['write_rate'], d['send_lat'], d['write_bw'],
+        d['atomic_write_rate'], d['window_write_rate']] + d['size_sweep']
+for r in rows:
+    for k, v in r.items():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            assert math.isfinite(v) and v > 0, (k, v)
+    assert 'ratio' in r, r
+PY
+then
+	ok "dpib-perf's tables, each dpib/raw from pairs back to back"
+else
+	fail "dpib-perf's tables"
+	tail -5 "$tmp/base.log" | sed 's/^/  /'
+fi
+
 # Two processes over memif: the server, then the client against it.
 sed "s|/tmp/dpib-memif.sock|$tmp/memif.sock|" \
 	"$src/config/memif-server.conf" >"$tmp/a.conf"

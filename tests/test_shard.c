@@ -20,6 +20,10 @@
  * With placement = cq (the default): QPs follow their CQ, so that a pair
  * on one CQ runs on one engine and nothing is handed over; a QP whose two
  * CQs belong to different engines makes its receive CQ shared.
+ * With either: dpib_engine_lend runs a function on engine 0's lcore, in
+ * another thread, while that engine serves nothing (a WRITE posted
+ * meanwhile stays unsent until it returns); EAGAIN before the engine
+ * runs, EDEADLK from the lent lcore itself, ENOTSUP in inline mode.
  */
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -113,6 +117,76 @@ engine_of(struct ibv_qp *qp)
 
 	CHECK(e == 0 || e == 1, "engine %d", e);
 	return e;
+}
+
+/* What the lent function saw, for the main thread to check. */
+struct lent {
+	struct ibv_qp *qp;
+	struct ibv_cq *cq;
+	pthread_t caller;
+	int ran, other_thread, nested, posted, completed, landed;
+};
+
+static void
+nop(void *arg)
+{
+	(void)arg;
+}
+
+/* On engine 0's lcore: a WRITE from its QP must not move for 30 ms. */
+static void
+lent_fn(void *arg)
+{
+	struct lent *l = arg;
+	struct ibv_wc wc;
+	double end = check_now() + 0.03;
+
+	l->ran = 1;
+	l->other_thread = !pthread_equal(pthread_self(), l->caller);
+	l->nested = dpib_engine_lend(ctx, nop, NULL);
+	l->posted = post(l->qp, IBV_WR_RDMA_WRITE, SRC(2), DST(2), 4096, 7);
+	while (check_now() < end)
+		l->completed += ibv_poll_cq(l->cq, 1, &wc) == 1;
+	l->landed = memcmp(SRC(2), DST(2), 4096) == 0;
+}
+
+static void
+engine_lend(void)
+{
+	const char *mode = getenv("DPIB_ENGINE_MODE");
+	struct lent l = { .caller = pthread_self() };
+	struct ibv_qp *a, *b;
+	struct ibv_wc wc;
+	int ran = 0;
+
+	if (mode != NULL && strcmp(mode, "inline") == 0) {
+		CHECK(dpib_engine_lend(ctx, nop, NULL) == ENOTSUP,
+		      "inline mode has no lcore to lend");
+		return;
+	}
+	/* The engines start with the first QP. */
+	CHECK(dpib_engine_lend(ctx, lent_fn, &ran) == EAGAIN && !ran,
+	      "lent before the engine runs");
+	l.cq = ibv_create_cq(ctx, 64, NULL, NULL, 0);
+	CHECK(l.cq != NULL, "cq");
+	a = rc_qp(l.cq, l.cq, NULL);
+	b = rc_qp(l.cq, l.cq, NULL);
+	connect2(a, b);
+	l.qp = engine_of(a) == 0 ? a : b;
+	CHECK(engine_of(l.qp) == 0, "a QP of engine 0");
+	memset(SRC(2), 0x3c, 4096);
+	memset(DST(2), 0, 4096);
+	CHECK(dpib_engine_lend(ctx, lent_fn, &l) == 0, "lend");
+	CHECK(l.ran && l.other_thread, "ran on the engine's thread");
+	CHECK(l.nested == EDEADLK, "lend from the lent lcore: %d", l.nested);
+	CHECK(l.posted == 0, "post");
+	CHECK(!l.completed && !l.landed, "the engine served a WRITE while "
+	      "its lcore was lent");
+	expect_ok(l.cq, &wc);
+	CHECK(wc.wr_id == 7 && memcmp(SRC(2), DST(2), 4096) == 0,
+	      "the WRITE after the lend");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy");
+	CHECK(ibv_destroy_cq(l.cq) == 0, "destroy cq");
 }
 
 /* Four QPs in a row go round the two engines. */
@@ -600,6 +674,7 @@ main(void)
 	ctx = open_first(&list, &pd, &buf, BUF_LEN, IBV_ACCESS_LOCAL_WRITE |
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
 			 IBV_ACCESS_REMOTE_ATOMIC, &mr);
+	RUN(engine_lend);
 	if (place != NULL && strcmp(place, "spread") == 0) {
 		RUN(placement_spread);
 		RUN(cross_engine_rc);

@@ -341,6 +341,12 @@ dpib_icrc(struct ibv_context *ctx)
 }
 
 int
+dpib_engine_lend(struct ibv_context *ctx, void (*fn)(void *), void *arg)
+{
+	return hca_engine_lend(ctx_hw(ctx), fn, arg);
+}
+
+int
 dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st, int n)
 {
 	struct ib_dev *hw = ctx_hw(ctx);

@@ -77,6 +77,21 @@ int dpib_engine_stats(struct ibv_context *ctx, struct dpib_engine_stats *st,
 		      int n);
 
 /**
+ * Lend the CPU of the device's first engine: @p fn(@p arg) runs on that
+ * engine's lcore, between two of its passes, and the call returns when it
+ * does. The engine makes no progress meanwhile (no frame, timer or
+ * doorbell of its QPs is served), so @p fn must not wait for it. For tools
+ * that measure something else on the very CPU the engine runs on, turn
+ * about with it: dpib-perf's raw packet path, each repetition beside
+ * dpib's, so that both see the machine in the same state.
+ *
+ * @return 0; EAGAIN before the engine runs (it starts with the first QP),
+ *         ENOTSUP in inline mode (no lcore of its own), EDEADLK when
+ *         called on that engine's lcore.
+ */
+int dpib_engine_lend(struct ibv_context *ctx, void (*fn)(void *), void *arg);
+
+/**
  * The engine that owns a QP (0 .. engines - 1): the one that runs its
  * transport and whose passes an inline-mode post or poll drives.
  */

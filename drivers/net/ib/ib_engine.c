@@ -32,6 +32,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
@@ -1297,6 +1298,55 @@ world_stopped(void (*fn)(void *), void *arg)
 			while (!__atomic_load_n(&c[k].done, __ATOMIC_ACQUIRE))
 				rte_pause();
 	pthread_mutex_unlock(&eng.world);
+}
+
+/*
+ * dpib_engine_lend: @fn on the lcore of the engine of the device's first
+ * shard, from its control ring (between two passes), for as long as it
+ * takes (engine_call's warning after 10 s is for control calls). The
+ * caller sleeps on a semaphore meanwhile: a thread yielding in a loop
+ * took CPU from what the lender measures on the other CPUs.
+ */
+struct lend {
+	void (*fn)(void *);
+	void *arg;
+	sem_t done;
+};
+
+static void
+lend_run(void *arg)
+{
+	struct lend *l = arg;
+
+	l->fn(l->arg);
+	sem_post(&l->done);
+}
+
+int
+hca_engine_lend(struct ib_dev *dev, void (*fn)(void *), void *arg)
+{
+	struct ib_engine *e = dev->sh[0].eng;
+	struct lend l = { .fn = fn, .arg = arg };
+	struct ib_ctl c = { .fn = lend_run, .arg = &l };
+
+	if (dev->conf.engine_mode == IB_ENGINE_INLINE || ib_engine_inline)
+		return ENOTSUP;
+	if (e == NULL || !e->looping)
+		return EAGAIN;
+	if (rte_lcore_id() == e->lcore)
+		return EDEADLK;
+	if (sem_init(&l.done, 0, 0) != 0)
+		return errno;
+	while (rte_ring_mp_enqueue(e->ctl, &c) != 0)
+		sched_yield();
+	engine_wake(e);
+	while (sem_wait(&l.done) != 0)
+		;	/* EINTR */
+	/* run_ctl still marks c, on this stack, done. */
+	while (!__atomic_load_n(&c.done, __ATOMIC_ACQUIRE))
+		rte_pause();
+	sem_destroy(&l.done);
+	return 0;
 }
 
 /*
