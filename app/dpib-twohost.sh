@@ -8,7 +8,8 @@
 # between two network namespaces (net_af_packet, MTU 9000: IB MTU 4096),
 # created here and removed at exit, and net_memif. Engine mode: inline,
 # the shipped two-process configurations' mode. Each figure is the median
-# of REPS runs (default 5); ratios are dpib over raw. The SEND latency
+# of REPS runs (default 5), each dpib run beside a raw one right before or
+# after it; ratios are dpib over raw, the median of those pairs'. The SEND latency
 # also goes beside the raw ping-pong with an ACK-sized frame behind each
 # ping and echo, each side answering once both are in (dpib-pktperf -f
 # 2): RC's own floor, since a responder's ACK is a frame of its own and
@@ -78,73 +79,84 @@ median() {
 		}'
 }
 
-# med LINK FIELD PROGRAM ARGS...: the median of REPS runs' FIELD; for
-# dpib-pktperf FIELD is a JSON key.
-med() {
-	local link=$1 field=$2 i
+# one_raw LINK FIELD ARGS...: one dpib-pktperf run, its JSON FIELD.
+one_raw() {
+	local link=$1 field=$2
 	shift 2
-	for i in $(seq "$reps"); do
-		if [ "$1" = "$pkt" ]; then
-			once "$link" "$@" --json | grep '^{' |
-				python3 -c "import json,sys; print(json.loads(sys.stdin.readline())['$field'])"
-		else
-			once "$link" "$@" | pt_field "$field"
-		fi
-	done | median
+	once "$link" "$pkt" "$@" --json | grep '^{' | python3 -c \
+		"import json,sys; print(json.loads(sys.stdin.readline())['$field'])"
+}
+
+# one_pt LINK FIELD ARGS...: one perftest run, its result row's FIELD.
+one_pt() {
+	local link=$1 field=$2
+	shift 2
+	once "$link" "$@" | pt_field "$field"
 }
 
 ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN {
-		if (a == "-" || b == "-" || b == 0) print "-"
+		if (a !~ /^[0-9.]+$/ || b !~ /^[0-9.]+$/ || b == 0) print "-"
 		else printf "%.2f", a / b
 	}'
 }
 
+# row WHAT MULT RAWFIELD "RAWARGS" FIELD PROGRAM ARGS...: one table row of
+# $link: REPS pairs of runs, the raw path's (dpib-pktperf RAWARGS, its
+# RAWFIELD times MULT) and perftest's (its FIELD) back to back, raw first
+# in odd pairs and dpib first in even ones; the medians of each side and
+# of the pairs' own ratios (a machine whose speed drifts within minutes
+# skews a ratio of two medians taken minutes apart).
+row() {
+	local what=$1 mult=$2 rf=$3 rargs=$4 field=$5 i d r ds="" rs="" qs=""
+	shift 5
+	for i in $(seq "$reps"); do
+		if [ $((i % 2)) = 1 ]; then
+			r=$(one_raw $link "$rf" $rargs)
+			d=$(one_pt $link "$field" "$@")
+		else
+			d=$(one_pt $link "$field" "$@")
+			r=$(one_raw $link "$rf" $rargs)
+		fi
+		r=$(awk -v a="$r" -v m="$mult" 'BEGIN {
+			if (a ~ /^[0-9.]+$/) printf "%.4f", a * m; else print "-" }')
+		ds="$ds$d\n" rs="$rs$r\n" qs="$qs$(ratio "$d" "$r")\n"
+	done
+	printf '%-8s %-34s %12s %12s %8s\n' "$name" "$what" \
+		"$(printf "$ds" | median)" "$(printf "$rs" | median)" \
+		"$(printf "$qs" | median)"
+}
+
 setup
-echo "two processes, inline engines, medians of $reps runs;" \
+echo "two processes, inline engines, medians of $reps runs (each dpib/raw" \
+	"the median of pairs run back to back);" \
 	"$(nproc) CPUs: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')"
 printf '%-8s %-34s %12s %12s %8s\n' link figure dpib raw dpib/raw
 for link in af memif; do
 	name=$([ $link = af ] && echo veth || echo memif)
-	raw_pps=$(med $link mpps "$pkt" -t rate -s 64)
-	raw_lat=$(med $link typical_us "$pkt" -t lat -s 64 -n 5000)
-	# The floor of an RC ping-pong: each side goes on once the answer
-	# and the ACK of its own request are in, two frames each way.
-	raw_lat2=$(med $link typical_us "$pkt" -t lat -s 64 -n 5000 -f 2)
-	raw_bw=$(med $link gbps "$pkt" -t rate -s 4200)
 	# The rates are steady states, as the raw path's (2 s) are:
 	# perftest's -D 2 times a window of a longer run, where a count of
 	# messages (-n) at millions a second is over within the start-up's
 	# first tens of milliseconds.
 	for q in 1 64; do
-		v=$(med $link 5 ib_write_bw -d dpib0 -x 0 -s 64 -q $q -D 2)
-		printf '%-8s %-34s %12s %12s %8s\n' $name \
-			"64 B WRITE -q $q (M msg/s)" "$v" "$raw_pps" \
-			"$(ratio "$v" "$raw_pps")"
+		row "64 B WRITE -q $q (M msg/s)" 1 mpps "-t rate -s 64" \
+			5 ib_write_bw -d dpib0 -x 0 -s 64 -q $q -D 2
 	done
 	# perftest halves the round trip of SEND and WRITE but not of READ
 	# (one request, one response): READ goes beside a raw round trip.
-	raw_rtt=$(awk -v a="$raw_lat" 'BEGIN {
-		if (a == "-") print "-"; else printf "%.3f", 2 * a }')
-	for p in ib_send_lat ib_write_lat ib_read_lat; do
-		v=$(med $link 5 $p -d dpib0 -x 0 -s 8 -n 5000)
-		r=$raw_lat what="$p -s 8 typical (us)"
-		if [ $p = ib_read_lat ]; then
-			r=$raw_rtt what="ib_read_lat -s 8 typical (us, RTT)"
-		fi
-		printf '%-8s %-34s %12s %12s %8s\n' $name "$what" "$v" "$r" \
-			"$(ratio "$v" "$r")"
-		if [ $p = ib_send_lat ]; then
-			printf '%-8s %-34s %12s %12s %8s\n' $name \
-				"  vs raw, 2 frames each way (us)" "$v" \
-				"$raw_lat2" "$(ratio "$v" "$raw_lat2")"
-		fi
-	done
+	row "ib_send_lat -s 8 typical (us)" 1 typical_us \
+		"-t lat -s 64 -n 5000" 5 ib_send_lat -d dpib0 -x 0 -s 8 -n 5000
+	# The floor of an RC ping-pong: each side goes on once the answer
+	# and the ACK of its own request are in, two frames each way.
+	row "  vs raw, 2 frames each way (us)" 1 typical_us \
+		"-t lat -s 64 -n 5000 -f 2" 5 ib_send_lat -d dpib0 -x 0 -s 8 \
+		-n 5000
+	row "ib_write_lat -s 8 typical (us)" 1 typical_us \
+		"-t lat -s 64 -n 5000" 5 ib_write_lat -d dpib0 -x 0 -s 8 -n 5000
+	row "ib_read_lat -s 8 typical (us, RTT)" 2 typical_us \
+		"-t lat -s 64 -n 5000" 5 ib_read_lat -d dpib0 -x 0 -s 8 -n 5000
 	for p in ib_write_bw ib_read_bw; do
-		gb=$(med $link 4 $p -d dpib0 -x 0 -s 65536 -D 2 \
-			--report_gbits)
-		printf '%-8s %-34s %12s %12s %8s\n' $name \
-			"$p -s 64K (Gbit/s)" "$gb" "$raw_bw" \
-			"$(ratio "$gb" "$raw_bw")"
+		row "$p -s 64K (Gbit/s)" 1 gbps "-t rate -s 4200" \
+			4 $p -d dpib0 -x 0 -s 65536 -D 2 --report_gbits
 	done
 done
