@@ -1022,7 +1022,7 @@ qp_scale(struct bench *b, const struct opts *o, const char *list)
 }
 
 /* -E's points (engine_scale), for the table and --json. */
-static double eng_rate[16];
+static double eng_rate[16], eng_ratio[16];
 static uint32_t eng_count[16], neng;
 
 /* --json FILE: every figure of the run, one object. */
@@ -1072,8 +1072,9 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 	fprintf(f, "],\n");
 	fprintf(f, " \"engine_scale\":[");
 	for (i = 0; i < neng; i++)
-		fprintf(f, "%s{\"engines\":%u,\"mpps\":%.4f}", i ? "," : "",
-			eng_count[i], eng_rate[i] / 1e6);
+		fprintf(f, "%s{\"engines\":%u,\"mpps\":%.4f,\"ratio\":%.4f}",
+			i ? "," : "", eng_count[i], eng_rate[i] / 1e6,
+			eng_ratio[i]);
 	fprintf(f, "],\n");
 	fprintf(f, " \"qp_scale\":[");
 	for (i = 0; i < nscale; i++)
@@ -1392,29 +1393,42 @@ static void
 engine_scale(const char *self, const struct opts *o, const char *list)
 {
 	char cmd[4096], line[256];
-	uint32_t want[16], n, j, got;
-	double mpps;
+	uint32_t want[16], n, i, j, r, got;
+	double mpps, v[16][64];
 	FILE *p;
 
 	n = parse_list("-E", list, 1, 8, want, 16);
+	/* A round of children per repetition, each count once, the order
+	 * turned by one each round: every count's run sits beside the
+	 * first count's, whose rate the ratios divide by.
+	 */
+	for (r = 0; r < o->reps; r++) {
+		for (i = 0; i < n; i++) {
+			j = (i + r) % n;
+			snprintf(cmd, sizeof(cmd), "DPIB_ENGINES=%u "
+				 "DPIB_ENGINE_MODE=inline DPIB_PLACEMENT=cq "
+				 "'%s' --engine-child %u -n %u -r 1 -s %u -o %u"
+				 "%s%s", want[j], self, want[j], o->iters,
+				 o->rate_size, o->outstanding,
+				 dev_name != NULL ? " -d " : "",
+				 dev_name != NULL ? dev_name : "");
+			p = popen(cmd, "r");
+			if (p == NULL)
+				die("-E: popen", errno);
+			mpps = -1;
+			while (fgets(line, sizeof(line), p) != NULL)
+				if (sscanf(line, "engines %u %lf", &got,
+					   &mpps) == 2)
+					break;
+			if (pclose(p) != 0 || mpps < 0)
+				die("-E: the child failed", EIO);
+			v[j][r] = mpps * 1e6;
+		}
+	}
 	for (j = 0; j < n; j++) {
-		snprintf(cmd, sizeof(cmd), "DPIB_ENGINES=%u DPIB_ENGINE_MODE="
-			 "inline DPIB_PLACEMENT=cq '%s' --engine-child %u "
-			 "-n %u -r %u -s %u -o %u%s%s", want[j], self, want[j],
-			 o->iters, o->reps, o->rate_size, o->outstanding,
-			 dev_name != NULL ? " -d " : "",
-			 dev_name != NULL ? dev_name : "");
-		p = popen(cmd, "r");
-		if (p == NULL)
-			die("-E: popen", errno);
-		mpps = -1;
-		while (fgets(line, sizeof(line), p) != NULL)
-			if (sscanf(line, "engines %u %lf", &got, &mpps) == 2)
-				break;
-		if (pclose(p) != 0 || mpps < 0)
-			die("-E: the child failed", EIO);
 		eng_count[neng] = want[j];
-		eng_rate[neng++] = mpps * 1e6;
+		eng_ratio[neng] = median_ratio(v[j], v[0], o->reps);
+		eng_rate[neng++] = median(v[j], o->reps);
 	}
 }
 
@@ -1431,7 +1445,7 @@ print_engine_scale(const struct opts *o)
 	printf(" #engines  #bytes  MsgRate[Mpps]  vs 1 engine\n");
 	for (i = 0; i < neng; i++)
 		printf(" %-9u %-7u %-14.3f %.2f\n", eng_count[i], o->rate_size,
-		       eng_rate[i] / 1e6, eng_rate[i] / eng_rate[0]);
+		       eng_rate[i] / 1e6, eng_ratio[i]);
 	fflush(stdout);
 }
 
