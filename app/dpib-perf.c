@@ -993,32 +993,39 @@ dpib_qp_scale(struct bench *b, uint32_t nqp, uint32_t size, uint32_t iters)
 /* The QP scale's points, for --json and the plot. */
 #define MAX_SCALE	32
 static uint32_t scale_qps[MAX_SCALE];
-static double scale_rate[MAX_SCALE];
+static double scale_rate[MAX_SCALE], scale_ratio[MAX_SCALE];
 static uint32_t nscale;
 
 static void
 qp_scale(struct bench *b, const struct opts *o, const char *list)
 {
-	uint32_t want[MAX_SCALE], n, i, j;
-	double base = 0, v[64];
+	uint32_t want[MAX_SCALE], n, i, j, r;
+	static double v[MAX_SCALE][64];
+	double ratio;
 
 	n = parse_list("-Q", list, 2, 32768, want, MAX_SCALE);
 	print_header("RDMA_Write Message Rate as QPs grow", o);
-	printf(" #QPs    #bytes  outstanding/QP  MsgRate[Mpps]  vs 2 QPs\n");
+	printf(" (each repetition a round of every count, the order turned "
+	       "by one each round; vs the first count: the median of the "
+	       "rounds' own ratios)\n");
+	printf(" #QPs    #bytes  outstanding/QP  MsgRate[Mpps]  vs %u QPs\n",
+	       want[0] & ~1u);
+	for (r = 0; r < o->reps; r++)
+		for (i = 0; i < n; i++) {
+			j = (i + r) % n;
+			v[j][r] = dpib_qp_scale(b, want[j] & ~1u, o->rate_size,
+						o->iters);
+		}
 	for (j = 0; j < n; j++) {
-		uint32_t nqp = want[j] & ~1u;
-
-		for (i = 0; i < o->reps; i++)
-			v[i] = dpib_qp_scale(b, nqp, o->rate_size, o->iters);
-		v[0] = median(v, o->reps);
-		if (base == 0)
-			base = v[0];
-		printf(" %-7u %-7u %-15u %-14.3f %.2f\n", nqp, o->rate_size,
-		       QS_DEPTH, v[0] / 1e6, v[0] / base);
-		scale_qps[nscale] = nqp;
-		scale_rate[nscale++] = v[0];
-		fflush(stdout);
+		ratio = median_ratio(v[j], v[0], o->reps);
+		scale_qps[nscale] = want[j] & ~1u;
+		scale_ratio[nscale] = ratio;
+		scale_rate[nscale] = median(v[j], o->reps);
+		printf(" %-7u %-7u %-15u %-14.3f %.2f\n", scale_qps[nscale],
+		       o->rate_size, QS_DEPTH, scale_rate[nscale] / 1e6, ratio);
+		nscale++;
 	}
+	fflush(stdout);
 }
 
 /* -E's points (engine_scale), for the table and --json. */
@@ -1078,8 +1085,9 @@ write_json(const char *path, const struct opts *o, const struct bench *b,
 	fprintf(f, "],\n");
 	fprintf(f, " \"qp_scale\":[");
 	for (i = 0; i < nscale; i++)
-		fprintf(f, "%s{\"qps\":%u,\"mpps\":%.4f}", i ? "," : "",
-			scale_qps[i], scale_rate[i] / 1e6);
+		fprintf(f, "%s{\"qps\":%u,\"mpps\":%.4f,\"ratio\":%.4f}",
+			i ? "," : "", scale_qps[i], scale_rate[i] / 1e6,
+			scale_ratio[i]);
 	fprintf(f, "]}\n");
 	fclose(f);
 }
