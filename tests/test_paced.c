@@ -10,6 +10,15 @@
  * complete, in order, with no timer expiry (one is let pass: a stall of a
  * loaded test machine); before the fix each expiry rewound the message to
  * its first packet, and the second failed it with RETRY_EXC_ERR.
+ *
+ * test_paced link: the same for a message that the link, not the QP's
+ * pacer, holds back: the loopback device behind a 100 Mbit/s switch port
+ * (DPIB_FAULTS rate_mbps=100,queue=512: at most 45 ms of frames queued),
+ * a 4 MiB WRITE at path MTU 1024, about 0.35 s on the wire, against the
+ * same 67 ms timeout and retry count of 1. Its ACKs keep coming, each
+ * acknowledging part of the message: forward progress, which restarts
+ * the timer (IBA 9.7.6.1.3). Restarted only when a whole WQE completed,
+ * the timer expired every 67 ms and the second expiry failed the WRITE.
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -83,9 +92,59 @@ paced_message_outlasts_timeout(void)
 	      counter(&P, "retransmit_timeout") - expiries);
 }
 
-int
-main(void)
+#define LINK_LEN	(4u << 20)
+
+static void
+link_message_outlasts_timeout(void)
 {
+	uint64_t expiries = counter(&P, "retransmit_timeout");
+	struct ibv_sge ss = { (uintptr_t)P.buf, LINK_LEN, P.mr->lkey };
+	struct ibv_send_wr s = { .wr_id = 3, .sg_list = &ss, .num_sge = 1,
+				 .opcode = IBV_WR_RDMA_WRITE,
+				 .send_flags = IBV_SEND_SIGNALED,
+				 .wr.rdma = { (uintptr_t)P.buf + LINK_LEN,
+					      P.mr->rkey } }, *sbad;
+	struct ibv_wc wc;
+	double t0, took;
+
+	fill_pattern(P.buf, LINK_LEN, 11);
+	memset(P.buf + LINK_LEN, 0, LINK_LEN);
+	t0 = check_now();
+	CHECK(ibv_post_send(P.qp[0], &s, &sbad) == 0, "post_send");
+	CHECK(poll_one(P.cq[0], &wc, 20), "no WRITE completion");
+	took = check_now() - t0;
+	CHECK(wc.wr_id == 3 && wc.status == IBV_WC_SUCCESS, "WRITE: %s",
+	      ibv_wc_status_str(wc.status));
+	CHECK(memcmp(P.buf, P.buf + LINK_LEN, LINK_LEN) == 0,
+	      "the message differs");
+	printf("# 4 MiB at path MTU 1024 behind 100 Mbit/s: %.3f s, %" PRIu64
+	       " timer expiries\n", took,
+	       counter(&P, "retransmit_timeout") - expiries);
+	CHECK(took > 0.2, "%.3f s: the link did not hold the message back",
+	      took);
+	CHECK(counter(&P, "retransmit_timeout") <= expiries + 1,
+	      "the transport timer expired %" PRIu64 " times",
+	      counter(&P, "retransmit_timeout") - expiries);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "link") == 0) {
+		struct pair_opts o = opts;
+
+		o.buflen = 2 * LINK_LEN;
+		o.qp_access |= IBV_ACCESS_REMOTE_WRITE;
+		o.mr_access |= IBV_ACCESS_REMOTE_WRITE;
+		pair_open(&P, &o);
+		qp_connect(P.qp[0], P.qp[1]->qp_num, &o, IBV_MTU_1024, 0x100,
+			   0x200);
+		qp_connect(P.qp[1], P.qp[0]->qp_num, &o, IBV_MTU_1024, 0x200,
+			   0x100);
+		RUN(link_message_outlasts_timeout);
+		pair_close(&P);
+		CHECK_DONE();
+	}
 	pair_open(&P, &opts);
 	qp_connect(P.qp[0], P.qp[1]->qp_num, &opts, IBV_MTU_256, 0x100, 0x200);
 	qp_connect(P.qp[1], P.qp[0]->qp_num, &opts, IBV_MTU_256, 0x200, 0x100);
