@@ -15,7 +15,9 @@
 #     and latency of WRITE, READ, SEND and atomics, 1 and 64 QPs, 8 B to
 #     1 MiB; the 64 KiB ping-pongs check that the port ran at IB MTU 4096
 #     (memif too). A run passes when both sides exit 0 and the client
-#     prints its result row;
+#     prints its result row; over af_packet 1 MiB WRITEs of 64 QPs, each
+#     message longer on the wire than the transport timeout, with at
+#     most 4 timer expiries (their partial ACKs restart the timer);
 #   - with perftest, what a stream costs the wire (economy): over memif at
 #     most one ACK per 4 packets of a 64 B WRITE stream; over af_packet no
 #     frame of the client's back in its own receive ring and none taken
@@ -179,6 +181,27 @@ perftests() {
 				$p -d dpib0 -x 0 -n 1000 -F
 		done
 	done
+	if [ "$link" = af_packet ]; then
+		confs "$link" inline inline
+		rm -f "$tmp/c.cnt"
+		two "$link" "64 QPs of 1 MiB messages" progress_ok "" \
+			"DPIB_EXIT_COUNTERS=$tmp/c.cnt" -- \
+			ib_write_bw -s 1048576 -q 64 -d dpib0 -x 0 -n 10 -F
+	fi
+}
+
+# progress_ok SERVER_LOG CLIENT_LOG: perftest_ok, and 1 MiB WRITEs of 64
+# QPs sharing the link (each message about 0.1 s on the wire, the
+# transport timeout 67 ms) took almost no transport-timer expiry: each
+# ACK, of part of a message, is forward progress and restarts the timer.
+# Restarted only per message, the timer expired every 67 ms of a message
+# (thousands of expiries and duplicates) and, at retry_cnt expiries in
+# one message, failed it with RETRY_EXC_ERR.
+progress_ok() {
+	local exp
+	perftest_ok "$1" "$2" >/dev/null || return 1
+	exp=$(exit_counter retransmit_timeout "$tmp/c.cnt")
+	[ "$exp" -le 4 ] && echo "$exp transport-timer expiries"
 }
 
 # linger_ok SERVER_LOG CLIENT_LOG: perftest_ok, and in a UC WRITE
