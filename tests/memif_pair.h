@@ -12,6 +12,7 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "verbs_util.h"
@@ -72,6 +73,43 @@ open_when_active(struct ibv_device *dev)
 	CHECK(pa.state == IBV_PORT_ACTIVE, "%s: port not active",
 	      ibv_get_device_name(dev));
 	return ctx;
+}
+
+/*
+ * The memif regions this process maps (the rings and their buffers) whose
+ * every page is resident: the device populated them once its link came
+ * up (hca_port_linked), rather than fault each in at the frame that first
+ * used its ring slot. Returns how many such mappings; -1 when one is not.
+ */
+static inline int
+memif_regions_resident(void)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[512];
+	long size = -1, rss;
+	int in = 0, n = 0;
+
+	CHECK(f != NULL, "smaps");
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strchr(line, '-') != NULL && strchr(line, ':') != NULL &&
+		    line[0] != ' ' && strstr(line, "kB") == NULL) {
+			in = strstr(line, "memif_region") != NULL;
+			continue;
+		}
+		if (!in)
+			continue;
+		if (sscanf(line, "Size: %ld kB", &size) == 1)
+			continue;
+		if (sscanf(line, "Rss: %ld kB", &rss) == 1) {
+			if (rss != size) {
+				fclose(f);
+				return -1;
+			}
+			n++;
+		}
+	}
+	fclose(f);
+	return n;
 }
 
 #endif /* DPIB_TEST_MEMIF_PAIR_H */

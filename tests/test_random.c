@@ -1431,6 +1431,10 @@ main(int argc, char **argv)
 			mr_of[i] = ibv_reg_mr(pd_of[i], buf, BUF_LEN, access);
 			CHECK(mr_of[i] != NULL, "reg_mr errno %d", errno);
 		}
+		/* The client's regions, as it and the server map them. */
+		i = memif_regions_resident();
+		CHECK(i >= 2, "memif regions not populated (%d mappings whole)",
+		      i);
 		ctx = ctx_of[0];
 	} else {
 		ctx = open_first(&list, &pd, &buf, BUF_LEN, access, &mr);

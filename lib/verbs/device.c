@@ -94,7 +94,7 @@ ibv_fork_init(void)
  * the device (perftest does) then finds it active.
  */
 static void
-link_wait(const struct ib_dev *dev)
+link_wait(struct ib_dev *dev)
 {
 	static int settled;	/* once a process */
 	const struct ib_dev_conf *conf = hca_conf(dev);
@@ -107,6 +107,9 @@ link_wait(const struct ib_dev *dev)
 			break;
 		usleep(1000);
 	}
+	if (rte_eth_link_get_nowait(hca_port_id(dev), &link) == 0 &&
+	    link.link_status == RTE_ETH_LINK_UP)
+		hca_port_linked(dev);
 	/* Both ends see the link come up together; a client program that
 	 * then connects at once (perftest's, to the server's TCP port) must
 	 * not beat the server's program to its listening socket.

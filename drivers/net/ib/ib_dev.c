@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -26,6 +27,12 @@
 #include <rte_ring.h>
 
 #include "ib_hca.h"
+
+#ifdef MADV_POPULATE_WRITE
+#define IB_MADV_POPULATE_WRITE	MADV_POPULATE_WRITE
+#else
+#define IB_MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
 
 /* --log-level=pmd.net.ib.*:debug selects both. */
 RTE_LOG_REGISTER(ib_logtype, pmd.net.ib.driver, NOTICE);
@@ -310,6 +317,61 @@ port_start_retry(struct ib_dev *dev, const struct rte_eth_dev_info *info)
 		else
 			rte_delay_us_sleep(50000);
 	}
+}
+
+/*
+ * net_memif's rings and their buffers live in shared memory regions that
+ * the client creates (memfds) and both processes map; a page is allocated
+ * and mapped at its first touch, and a ring of 512 slots of about 10 KiB
+ * each takes its slots in turn. So each of the first few hundred frames
+ * each way paid a page fault inside the PMD's copy: with perftest's
+ * default 1000 iterations, ib_atomic_lat over memif measured 12-32 us
+ * typical, against 1.2-1.6 us once every slot had been used (TSC stamps:
+ * a one-frame transmit 5 us in the first tenth of the run, 0.12 after).
+ * Once the link is up (the server maps the regions when its client
+ * connects), every memif region mapped in this process is populated,
+ * its contents untouched (MADV_POPULATE_WRITE; on kernels before 5.14 a
+ * read of each page, which maps a shared memfd page writable too).
+ */
+static void
+memif_populate(void)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned long lo, hi, a;
+	char line[512], perms[8];
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (f == NULL || pg <= 0) {
+		if (f != NULL)
+			fclose(f);
+		return;
+	}
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strstr(line, "memif_region") == NULL ||
+		    sscanf(line, "%lx-%lx %7s", &lo, &hi, perms) != 3 ||
+		    perms[0] != 'r' || perms[1] != 'w')
+			continue;
+		if (madvise((void *)lo, hi - lo, IB_MADV_POPULATE_WRITE) == 0)
+			continue;
+		for (a = lo; a < hi; a += (unsigned long)pg)
+			(void)*(volatile const uint8_t *)a;
+	}
+	fclose(f);
+}
+
+/* At open, and when a port query finds the link up again (a reconnected
+ * memif peer maps new regions): once per time the link came up.
+ */
+void
+hca_port_linked(struct ib_dev *dev)
+{
+	struct rte_eth_dev_info info;
+
+	if (__atomic_exchange_n(&dev->linked, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (rte_eth_dev_info_get(dev->port_id, &info) == 0 &&
+	    strcmp(info.driver_name, "net_memif") == 0)
+		memif_populate();
 }
 
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
@@ -873,6 +935,10 @@ ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *a)
 	}
 	a->state = link.link_status ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a->phys_state = link.link_status ? 5 : 3;	/* LinkUp : Disabled */
+	if (link.link_status)
+		hca_port_linked(dev);
+	else
+		__atomic_store_n(&dev->linked, 0, __ATOMIC_RELEASE);
 	a->max_mtu = IBV_MTU_4096;
 	a->active_mtu = dev->active_mtu;
 	a->gid_tbl_len = IB_GID_TBL_LEN;

@@ -630,6 +630,7 @@ struct ib_dev {
 	uint8_t tx_gathers;	/* its copy reads chains as they are (af_packet) */
 	uint8_t ring_loop;	/* the embedded loopback's net_ring */
 	uint8_t icrc_skip;	/* frames sent unsealed, marked (ib_unsealed) */
+	uint8_t linked;		/* hca_port_linked ran since the link came up */
 	uint32_t zc_min;	/* zero-copy payloads from this size; 0: off */
 	struct rte_ether_addr mac;
 	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
