@@ -19,6 +19,14 @@
  * -Q 4096: 43 frames dropped, a timeout). Requesters now leave room for
  * what the receive side owes (IB_TX_RESERVE), and an ACK that finds the
  * queue full all the same (responses took it) waits for room.
+ *
+ * Then fairness when the port is the bottleneck: 256 pairs, each
+ * requester with 8 READs of 256 KiB outstanding, so that the responders
+ * have far more to send than a pass can queue. Every requester must see
+ * its first READ complete before half of all the READs have: a pass that
+ * serves the QPs in a fixed order until the queue is full gave the first
+ * ones everything and the rest nothing until those were done (over memif,
+ * perftest ib_read_bw -s 1048576 -q 64: timer expiries, RETRY_EXC_ERR).
  */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -198,6 +206,97 @@ many_qps(uint32_t nread)
 	free(got);
 }
 
+#define FPAIR		256u
+#define FREADS		8u		/* READs outstanding per requester */
+#define FLEN		(256u << 10)
+
+static void
+reads_shared(void)
+{
+	struct pair_opts o = opts;
+	size_t len = (size_t)(FPAIR + 1) * FLEN;
+	uint8_t *fb = aligned_alloc(4096, len);
+	struct ibv_qp **qp = calloc(2 * FPAIR, sizeof(*qp));
+	uint32_t *got = calloc(FPAIR, sizeof(*got));
+	uint32_t i, k, done = 0, half = FPAIR * FREADS / 2, first = 0;
+	struct ibv_wc wc[64];
+	struct ibv_mr *fmr;
+	struct ibv_cq *cq;
+	double deadline;
+	int n, j;
+
+	CHECK(fb != NULL && qp != NULL && got != NULL, "arrays");
+	o.max_rd_atomic = FREADS;
+	for (i = 0; i < FLEN; i++)
+		fb[i] = (uint8_t)(i * 13 + 5);
+	fmr = ibv_reg_mr(pd, fb, len, IBV_ACCESS_LOCAL_WRITE |
+			 IBV_ACCESS_REMOTE_READ);
+	CHECK(fmr != NULL, "reg_mr errno %d", errno);
+	cq = ibv_create_cq(ctx, (int)(FPAIR * FREADS + 64), NULL, NULL, 0);
+	CHECK(cq != NULL, "create_cq errno %d", errno);
+	for (i = 0; i < 2 * FPAIR; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = FREADS, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qp[i] = ibv_create_qp(pd, &ia);
+		CHECK(qp[i] != NULL, "create_qp %u: errno %d", i, errno);
+	}
+	for (i = 0; i < FPAIR; i++) {
+		qp_connect(qp[2 * i], qp[2 * i + 1]->qp_num, &o,
+			   IBV_MTU_4096, 0x100, 0x200);
+		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, &o,
+			   IBV_MTU_4096, 0x200, 0x100);
+	}
+	for (i = 0; i < FPAIR; i++)
+		for (k = 0; k < FREADS; k++) {
+			struct ibv_sge sge = { (uintptr_t)fb + (i + 1) * FLEN,
+					       FLEN, fmr->lkey };
+			struct ibv_send_wr wr = {
+				.wr_id = ((uint64_t)i << 32) | k,
+				.sg_list = &sge, .num_sge = 1,
+				.opcode = IBV_WR_RDMA_READ,
+				.send_flags = IBV_SEND_SIGNALED,
+				.wr.rdma = { (uintptr_t)fb, fmr->rkey },
+			}, *bad;
+
+			CHECK(ibv_post_send(qp[2 * i], &wr, &bad) == 0,
+			      "post READ %u of pair %u", k, i);
+		}
+	deadline = check_now() + 60;
+	while (done < FPAIR * FREADS) {
+		CHECK(check_now() < deadline, "%u of %u READs within 60 s",
+		      done, FPAIR * FREADS);
+		n = ibv_poll_cq(cq, 64, wc);
+		CHECK(n >= 0, "poll_cq %d", n);
+		for (j = 0; j < n; j++) {
+			i = (uint32_t)(wc[j].wr_id >> 32);
+			CHECK(i < FPAIR && wc[j].status == IBV_WC_SUCCESS,
+			      "pair %u: %s", i,
+			      ibv_wc_status_str(wc[j].status));
+			if (got[i]++ == 0)
+				first++;
+			if (++done == half)
+				CHECK(first == FPAIR, "half the READs done, "
+				      "and %u of %u requesters still wait "
+				      "for their first", FPAIR - first, FPAIR);
+		}
+	}
+	for (i = 0; i < FPAIR; i++)
+		CHECK(memcmp(fb + (i + 1) * FLEN, fb, FLEN) == 0,
+		      "pair %u: the bytes differ", i);
+	printf("  %u pairs, %u READs of 256 KiB: every requester served "
+	       "before half were done\n", FPAIR, FPAIR * FREADS);
+	for (i = 0; i < 2 * FPAIR; i++)
+		CHECK(ibv_destroy_qp(qp[i]) == 0, "destroy_qp %u", i);
+	CHECK(ibv_destroy_cq(cq) == 0 && ibv_dereg_mr(fmr) == 0, "cleanup");
+	free(qp);
+	free(got);
+	free(fb);
+}
+
 static void
 writes(void)
 {
@@ -219,6 +318,7 @@ main(void)
 			 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ, &mr);
 	RUN(writes);
 	RUN(reads_and_writes);
+	RUN(reads_shared);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "cleanup");
 	CHECK(ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);
