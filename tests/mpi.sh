@@ -39,14 +39,55 @@ chmod +x "$tmp/rank.sh"
 # Open MPI's own transports off (shared memory, TCP): UCX on dpib only.
 # The limit is below UCX's UD peer timeout (30 s): a run that needs it lost
 # frames (each rank wires up to itself too, through its device's own GID).
-start=$(date +%s)
-timeout 25 mpirun --allow-run-as-root --oversubscribe -np 2 \
-	--mca pml ucx --mca btl '^vader,tcp,openib,uct' --mca osc '^ucx' \
-	-x UCX_TLS="$tls" -x UCX_NET_DEVICES=dpib0:1 \
-	"$tmp/rank.sh" "$prog" >"$tmp/out" 2>&1
-rc=$?
-grep -v "VM_UNMAP" "$tmp/out"
-echo "mpirun status $rc after $(($(date +%s) - start)) s"
+# stacks: each rank's threads (gdb), into $tmp/stacks, if they still run.
+stacks() {
+	local p
+	command -v gdb >/dev/null || return
+	for p in $(pgrep -f "^$prog" 2>/dev/null); do
+		echo "== rank process $p"
+		gdb -p "$p" -batch -ex "thread apply all bt 16" 2>/dev/null |
+			grep -E '^Thread|^#'
+	done >"$tmp/stacks" 2>&1
+}
+
+# run: one mpirun, 25 s at most; its status in rc. The ranks' stacks are
+# taken at 23 s should they still run then.
+run() {
+	local w
+	rm -f "$tmp/counters.0" "$tmp/counters.1" "$tmp/stacks" \
+		"$tmp/memif.sock" "$tmp/done"
+	(for w in $(seq 230); do
+		[ -e "$tmp/done" ] && exit 0
+		sleep 0.1
+	 done
+	 stacks) >/dev/null 2>&1 &
+	w=$!
+	start=$(date +%s)
+	timeout 25 mpirun --allow-run-as-root --oversubscribe -np 2 \
+		--mca pml ucx --mca btl '^vader,tcp,openib,uct' \
+		--mca osc '^ucx' -x UCX_TLS="$tls" \
+		-x UCX_NET_DEVICES=dpib0:1 \
+		"$tmp/rank.sh" "$prog" >"$tmp/out" 2>&1
+	rc=$?
+	touch "$tmp/done"
+	wait "$w" 2>/dev/null
+	grep -v "VM_UNMAP" "$tmp/out"
+	echo "mpirun status $rc after $(($(date +%s) - start)) s"
+}
+
+run
+# A run in which neither rank printed a line nor exited (no counters)
+# hung before MPI_Init returned: seen twice in about ten CI rehearsals,
+# right after the ucx suite, never alone (30 of 30). Unexplained: the
+# ranks' stacks are printed for the next look, and the run is made once
+# more; any other failure, or a second such hang, fails the test.
+if [ "$rc" = 124 ] && [ ! -s "$tmp/out" ] && [ ! -e "$tmp/counters.0" ] &&
+   [ ! -e "$tmp/counters.1" ]; then
+	echo "both ranks hung at start-up, printing nothing; their stacks:"
+	cat "$tmp/stacks" 2>/dev/null
+	echo "running it once more"
+	run
+fi
 fail=0
 [ "$rc" = 0 ] && grep -q "^MPI OK" "$tmp/out" || fail=1
 for r in 0 1; do
