@@ -68,6 +68,31 @@ static const struct pair_opts opts = {
 	.timeout = 20, .retry_cnt = 7,
 };
 
+/* @npair connected pairs of RC QPs on @cq, into @qp (2 * @npair). */
+static void
+pairs_up(struct ibv_qp **qp, uint32_t npair, struct ibv_cq *cq,
+	 uint32_t max_wr, const struct pair_opts *o)
+{
+	uint32_t i;
+
+	for (i = 0; i < 2 * npair; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
+			.cap = { .max_send_wr = max_wr, .max_recv_wr = 1,
+				 .max_send_sge = 1, .max_recv_sge = 1 },
+		};
+
+		qp[i] = ibv_create_qp(pd, &ia);
+		CHECK(qp[i] != NULL, "create_qp %u: errno %d", i, errno);
+	}
+	for (i = 0; i < npair; i++) {
+		qp_connect(qp[2 * i], qp[2 * i + 1]->qp_num, o,
+			   IBV_MTU_4096, 0x100, 0x200);
+		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, o,
+			   IBV_MTU_4096, 0x200, 0x100);
+	}
+}
+
 /* The k-th WRITE of pair @i: its source slot stamped (pair, k) first. */
 static void
 post_write(struct ibv_qp *qp, uint32_t i, uint32_t k)
@@ -134,22 +159,7 @@ many_qps(uint32_t nread)
 	CHECK(qp != NULL && sent != NULL && got != NULL, "arrays");
 	cq = ibv_create_cq(ctx, (int)(NPAIR * DEPTH + 64), NULL, NULL, 0);
 	CHECK(cq != NULL, "create_cq errno %d", errno);
-	for (i = 0; i < 2 * NPAIR; i++) {
-		struct ibv_qp_init_attr ia = {
-			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
-			.cap = { .max_send_wr = DEPTH, .max_recv_wr = 1,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
-		};
-
-		qp[i] = ibv_create_qp(pd, &ia);
-		CHECK(qp[i] != NULL, "create_qp %u: errno %d", i, errno);
-	}
-	for (i = 0; i < NPAIR; i++) {
-		qp_connect(qp[2 * i], qp[2 * i + 1]->qp_num, &opts,
-			   IBV_MTU_4096, 0x100, 0x200);
-		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, &opts,
-			   IBV_MTU_4096, 0x200, 0x100);
-	}
+	pairs_up(qp, NPAIR, cq, DEPTH, &opts);
 	for (i = 0; i < READ_LEN; i++)
 		RSRC[i] = (uint8_t)(i * 7 + 1);
 	drops0 = dev_counter(ctx, "tx_drop_queue_full");
@@ -234,22 +244,7 @@ reads_shared(void)
 	CHECK(fmr != NULL, "reg_mr errno %d", errno);
 	cq = ibv_create_cq(ctx, (int)(FPAIR * FREADS + 64), NULL, NULL, 0);
 	CHECK(cq != NULL, "create_cq errno %d", errno);
-	for (i = 0; i < 2 * FPAIR; i++) {
-		struct ibv_qp_init_attr ia = {
-			.qp_type = IBV_QPT_RC, .send_cq = cq, .recv_cq = cq,
-			.cap = { .max_send_wr = FREADS, .max_recv_wr = 1,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
-		};
-
-		qp[i] = ibv_create_qp(pd, &ia);
-		CHECK(qp[i] != NULL, "create_qp %u: errno %d", i, errno);
-	}
-	for (i = 0; i < FPAIR; i++) {
-		qp_connect(qp[2 * i], qp[2 * i + 1]->qp_num, &o,
-			   IBV_MTU_4096, 0x100, 0x200);
-		qp_connect(qp[2 * i + 1], qp[2 * i]->qp_num, &o,
-			   IBV_MTU_4096, 0x200, 0x100);
-	}
+	pairs_up(qp, FPAIR, cq, FREADS, &o);
 	for (i = 0; i < FPAIR; i++)
 		for (k = 0; k < FREADS; k++) {
 			struct ibv_sge sge = { (uintptr_t)fb + (i + 1) * FLEN,
