@@ -22,7 +22,7 @@ packages=(
 	clang libclang-rt-14-dev
 	tshark python3-scapy
 	qemu-system-x86 debootstrap e2fsprogs
-	ucx-utils openmpi-bin libopenmpi-dev
+	ucx-utils openmpi-bin libopenmpi-dev gdb
 	librdmacm-dev rdmacm-utils
 )
 
