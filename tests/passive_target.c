@@ -24,8 +24,14 @@
  *            arrive. They must all arrive while the client sleeps: its
  *            transport timer resent what was lost.
  *
- * Usage: passive_target ops|rnr|timeout [N|-] [SERVER_IP]  (N: ops, 100000;
- * with SERVER_IP it is the client, as in perftest)
+ *   abandon  the client keeps 64 KiB READs outstanding and, after N
+ *            (2000), leaves without a word (_exit); the server sleeps in
+ *            poll() until its socket closes and must live on; over memif
+ *            its engine must have been fenced before the link's shared
+ *            memory was unmapped (engine_unmap_fences).
+ *
+ * Usage: passive_target ops|rnr|timeout|abandon [N|-] [SERVER_IP]
+ * (N: ops, 100000; with SERVER_IP it is the client, as in perftest)
  * The device is the configuration's first (DPIB_CONF); GID index 0.
  */
 #include <arpa/inet.h>
@@ -489,6 +495,89 @@ ops_server(uint32_t n)
 	idle_check();
 }
 
+/* ---- abandon: the peer leaves mid-stream ---- */
+
+#define AB_LEN		(64 * 1024)	/* each READ */
+#define AB_SLOTS	(REGION / AB_LEN)
+
+static void
+abandon_post(uint32_t i)
+{
+	size_t off = (size_t)(i % AB_SLOTS) * AB_LEN;
+	struct ibv_sge sge = { (uintptr_t)T.buf + off, AB_LEN, T.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_READ }, *bad;
+
+	wr.wr.rdma.remote_addr = T.peer.addr + off;
+	wr.wr.rdma.rkey = T.peer.rkey;
+	CHECK(ibv_post_send(T.qp, &wr, &bad) == 0, "post READ %u", i);
+}
+
+/*
+ * The client keeps DEPTH READs of 64 KiB outstanding (the server's
+ * engine sends the responses) and, after @n completed, leaves with a
+ * window still outstanding, without a word or a clean-up (_exit), as a
+ * killed or crashed peer does.
+ */
+static void
+abandon_client(uint32_t n)
+{
+	uint32_t posted, done = 0;
+	struct ibv_wc wc[16];
+	double end = check_now() + WAIT_MS / 1000.0;
+	int k, i;
+
+	for (posted = 0; posted < DEPTH; posted++)
+		abandon_post(posted);
+	while (done < n) {
+		CHECK(check_now() < end, "%u of %u READs in %d ms", done, n,
+		      WAIT_MS);
+		k = ibv_poll_cq(T.cq, 16, wc);
+		CHECK(k >= 0, "poll_cq");
+		for (i = 0; i < k; i++) {
+			CHECK(wc[i].status == IBV_WC_SUCCESS, "READ %lu: %s",
+			      (unsigned long)wc[i].wr_id,
+			      ibv_wc_status_str(wc[i].status));
+			done++;
+			abandon_post(posted++);
+		}
+	}
+	printf("  left after %u READs of %u B, %d outstanding\n", done,
+	       AB_LEN, DEPTH);
+	printf("ok - client abandon\n");
+	fflush(stdout);
+	_exit(0);
+}
+
+/*
+ * The server sleeps in poll() until its socket closes: the client is
+ * gone. Over memif, DPDK 22.11's PMD then unmaps the link's shared
+ * regions on EAL's interrupt thread while this process's engine may be
+ * inside a burst on them (a perftest server died so, SIGSEGV in
+ * eth_memif_tx): the engine must have passed a quiescent point before
+ * the unmap (counter engine_unmap_fences), and the process lives on.
+ */
+static void
+abandon_server(void)
+{
+	struct pollfd p = { .fd = T.sock, .events = POLLIN };
+	double end;
+	char c;
+
+	CHECK(poll(&p, 1, WAIT_MS) == 1 && recv(T.sock, &c, 1, 0) == 0,
+	      "the client's socket did not close within %d ms", WAIT_MS);
+	end = check_now() + 5;
+	while (counter("engine_unmap_fences") == 0) {
+		CHECK(check_now() < end, "no unmap fenced 5 s after the "
+		      "client left (counter engine_unmap_fences)");
+		usleep(1000);
+	}
+	printf("  the client left mid-stream: %lu response packets sent, "
+	       "the link's unmap fenced %lu time(s)\n",
+	       (unsigned long)counter("tx_packets"),
+	       (unsigned long)counter("engine_unmap_fences"));
+}
+
 /* ---- rnr, timeout: the requester sleeps ---- */
 
 static void
@@ -591,14 +680,16 @@ main(int argc, char **argv)
 	uint8_t timeout = 14, rnr_timer = 12;
 
 	if (argc < 2 || argc > 4) {
-		fprintf(stderr, "usage: %s ops|rnr|timeout [N|-] [SERVER_IP]\n",
+		fprintf(stderr, "usage: %s ops|rnr|timeout|abandon [N|-] "
+			"[SERVER_IP]\n",
 			argv[0]);
 		return 2;
 	}
 	/* Like perftest: the client is the side given the server's address. */
 	T.test = argv[1];
 	n = argc > 2 && strcmp(argv[2], "-") != 0 ?
-	    (uint32_t)strtoul(argv[2], NULL, 0) : 100000;
+	    (uint32_t)strtoul(argv[2], NULL, 0) :
+	    strcmp(T.test, "abandon") == 0 ? 2000 : 100000;
 	T.server = argc < 4;
 	check_current = T.test;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -618,6 +709,12 @@ main(int argc, char **argv)
 			ops_client(n);
 			say('D');
 		}
+	} else if (strcmp(T.test, "abandon") == 0) {
+		if (!T.server)
+			abandon_client(n);	/* does not return */
+		abandon_server();
+		printf("ok - server abandon\n");
+		return 0;		/* no one left to part with */
 	} else if (strcmp(T.test, "rnr") == 0) {
 		T.server ? rnr_server() : rnr_client();
 	} else if (strcmp(T.test, "timeout") == 0) {

@@ -90,7 +90,8 @@
 	X(CYCLES_SEND,		"engine_cycles_send") \
 	X(LOOP_MOVES,		"engine_loop_cpu_moves") \
 	X(POLL_LINGER_ANSWERED,	"poll_linger_answered") \
-	X(POLL_LINGER_MISSED,	"poll_linger_missed")
+	X(POLL_LINGER_MISSED,	"poll_linger_missed") \
+	X(UNMAP_FENCE,		"engine_unmap_fences")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

@@ -1415,6 +1415,44 @@ ib_engine_quiesce(struct ib_dev *dev)
 	ib_engine_exec(dev, nop, NULL);
 }
 
+/*
+ * A munmap on EAL's interrupt thread while the engines run: what goes may
+ * be a port's shared memory. DPDK 22.11's memif tears a connection down
+ * there when its peer leaves (memif_disconnect): it marks the port
+ * disconnected, then unmaps the regions that hold the rings and buffers,
+ * while a burst an engine began before the mark may still be copying
+ * into them (a server whose perftest client exited died with SIGSEGV in
+ * eth_memif_tx; a burst preempted on a busy CPU stays inside for
+ * milliseconds). Every engine passes a quiescent point first, so the
+ * bursts still under way end before the pages go; one begun after the
+ * mark returns at once. Other munmap calls of that thread are rare
+ * (an alarm's free of a large block) and pay a pass.
+ */
+static void
+unmap_fenced(void *arg)
+{
+	uint32_t k, i;
+
+	RTE_SET_USED(arg);
+	/* Each engine's own shards, counted where it stands still (on the
+	 * engine, or with every engine parked): counter engine_unmap_fences.
+	 */
+	for (k = 0; k < eng.n; k++)
+		for (i = 0; i < engines[k].nsh; i++)
+			engines[k].sh[i]->cnt[IB_CNT_UNMAP_FENCE]++;
+}
+
+void
+ib_engine_unmap_fence(void)
+{
+	if (!eng.launched || !rte_thread_is_intr())
+		return;
+	if (eng.n == 1)
+		engine_call(&engines[0], unmap_fenced, NULL);
+	else
+		world_stopped(unmap_fenced, NULL);
+}
+
 static void
 remove_shard(void *arg)
 {

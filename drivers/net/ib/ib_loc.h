@@ -202,6 +202,7 @@ void ib_engine_place(struct ib_qp *qp);
 void ib_engine_detach(struct ib_dev *dev);
 int ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg);
 void ib_engine_quiesce(struct ib_dev *dev);
+void ib_engine_unmap_fence(void);
 void ib_engine_doorbell(struct ib_qp *qp);
 void ib_engine_nudge(struct ib_engine *e);
 void ib_engine_activate(struct ib_qp *qp);

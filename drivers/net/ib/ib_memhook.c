@@ -17,6 +17,10 @@
  *    reaches what is mapped there afterwards. The engine is quiesced before
  *    the change goes ahead, so no copy is under way when the pages go.
  *
+ * A munmap on EAL's interrupt thread also waits for the engines to pass a
+ * quiescent point (ib_engine_unmap_fence): a memif port's shared memory is
+ * unmapped there when its peer leaves.
+ *
  * Noticing: libc's munmap, mremap, madvise and mmap are redirected to the
  * wrappers below by a jump written over their first instructions (the way
  * UCX's memory hooks keep registration caches coherent), so calls from
@@ -124,6 +128,8 @@ static int
 hook_munmap(void *addr, size_t len)
 {
 	ranges_die((uintptr_t)addr, (uintptr_t)addr + len);
+	if (!__atomic_load_n(&exiting, __ATOMIC_ACQUIRE))
+		ib_engine_unmap_fence();	/* a port's memory, maybe */
 	return (int)syscall(SYS_munmap, addr, len);
 }
 
