@@ -9,9 +9,10 @@
 # stderr but dpib-devinfo's own complaint, no EAL usage text. A valid file
 # must still bring its device up.
 #
-# Usage: config_errors.sh DPIB_DEVINFO
+# Usage: config_errors.sh DPIB_DEVINFO [DPIB_RUN]
 set -euo pipefail
 devinfo=$1
+run=${2:-}
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 passed=0
@@ -166,6 +167,37 @@ if [ "$(id -u)" != 0 ]; then	# root reads any file
 	refused conf_unreadable \
 		"DPIB_CONF=$(re "$dir/unreadable.conf"): cannot read: Permission denied" \
 		"DPIB_CONF=$dir/unreadable.conf"
+fi
+
+# --- A refused configuration as an unmodified program sees it (with
+# dpib-run, the second argument): ibv_get_device_list returns NULL with
+# errno set and the count zeroed, as rdma-core does, and perftest, which
+# reads the count before the list, says it found no device rather than
+# dying on the NULL list.
+if [ -n "$run" ]; then
+	DPIB_CONF="$dir/none.conf" timeout 60 "$run" /usr/bin/python3 -c '
+import ctypes, sys
+lib = ctypes.CDLL("libibverbs.so.1", use_errno=True)
+lib.ibv_get_device_list.restype = ctypes.c_void_p
+n = ctypes.c_int(7)
+p = lib.ibv_get_device_list(ctypes.byref(n))
+print(p, n.value, ctypes.get_errno())
+sys.exit(0 if p is None and n.value == 0 and ctypes.get_errno() != 0 else 1)
+' >"$dir/out" 2>"$dir/err" && rc=0 || rc=$?
+	if [ "$rc" = 0 ]; then
+		pass "refused: ibv_get_device_list NULL, errno set, count 0"
+	else
+		fail "refused: ibv_get_device_list" "exit $rc: $(cat "$dir/out")"
+	fi
+	rc=0
+	DPIB_CONF="$dir/none.conf" timeout 60 "$run" ib_write_bw \
+		>"$dir/out" 2>"$dir/err" || rc=$?
+	if [ "$rc" != 0 ] && [ "$rc" -lt 124 ] &&
+	   grep -q "Did not detect devices" "$dir/err"; then
+		pass "refused: perftest says it found no device (exit $rc)"
+	else
+		fail "refused: perftest" "exit $rc"
+	fi
 fi
 
 # --- DPIB_CAPTURE that cannot be written, with the default device.

@@ -33,8 +33,14 @@ ibv_get_device_list(int *num_devices)
 	struct dpib_device *devs;
 	struct ibv_device **list;
 	unsigned int n, i;
-	int err = dpib_global_init();
+	int err;
 
+	/* Zero first, as rdma-core does: perftest reads the count before
+	 * it looks at the list (a NULL list and a stale count: SIGSEGV).
+	 */
+	if (num_devices != NULL)
+		*num_devices = 0;
+	err = dpib_global_init();
 	if (err) {
 		errno = err;
 		return NULL;
