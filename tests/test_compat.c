@@ -17,9 +17,22 @@
  *  - ibv_create_qp_ex takes every comp_mask bit whose field asks for
  *    nothing dpib lacks.
  */
+#include <stddef.h>
 #include <stdlib.h>
+#include <infiniband/sa.h>
+#include <rdma/ib_user_sa.h>
 
 #include "verbs_util.h"
+
+/* rdma-core's marshall.h, which Debian does not ship, declares these. */
+void ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
+			       struct ibv_sa_path_rec *src);
+void ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
+				 struct ib_user_path_rec *src);
+/* ... and its driver.h these, which libibverbs.so.1 exports too. */
+int ibv_read_sysfs_file(const char *dir, const char *file, char *buf,
+			size_t size);
+const char *ibv_get_sysfs_path(void);
 
 #define BOGUS_KEY	0xdeadbe00u
 
@@ -531,9 +544,175 @@ av_without_grh_einval(void)
 	pair_close(&p);
 }
 
+/*
+ * The conventions of rdma-core's libibverbs and rxe that programs lean on
+ * beyond the verbs themselves (an audit against rdma-core 44):
+ *  - the rate conversions (a missing symbol kills a program at load);
+ *  - ibv_copy_path_rec_to_kern, the inverse of _from_kern;
+ *  - a port query zeroes the caller's whole struct first (one built with
+ *    newer headers is longer and reads its tail), and the 1.1 entry point
+ *    fills the old 48-byte layout, flags included;
+ *  - ibv_query_qp refreshes qp->state (the engine moved the QP to Error);
+ *  - ibv_post_send leaves *bad_wr NULL when every WR went (rxe);
+ *  - ibv_poll_cq of a negative count returns 0 (rxe, mlx5);
+ *  - ibv_get_pkey_index compares the whole P_Key;
+ *  - ibv_read_sysfs_file reads a file, SYSFS_PATH moves the sysfs root;
+ *  - ibv_resolve_eth_l2_from_gid fails with negative values.
+ */
+static void
+rdma_core_conventions(void)
+{
+	enum ibv_rate r;
+	struct ibv_sa_path_rec pr, back;
+	struct ib_user_path_rec kern;
+	struct verbs_context *vctx;
+	uint8_t big[sizeof(struct ibv_port_attr) + 16];
+	struct ibv_port_attr full;
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+	struct ibv_ah_attr ah = { .port_num = 1 };
+	struct ibv_wc wc;
+	uint8_t mac[6];
+	uint16_t vid;
+	char path[64], buf[16];
+	struct pair p;
+	size_t i;
+	FILE *f;
+
+	/* Rates: each one's round trip, and the ones without a multiple. */
+	for (r = IBV_RATE_2_5_GBPS; r <= IBV_RATE_1200_GBPS; r++) {
+		CHECK(ibv_rate_to_mbps(r) > 0 &&
+		      mbps_to_ibv_rate(ibv_rate_to_mbps(r)) == r,
+		      "rate %d: %d Mbit/s", r, ibv_rate_to_mbps(r));
+		if (ibv_rate_to_mult(r) > 0)
+			CHECK(mult_to_ibv_rate(ibv_rate_to_mult(r)) == r,
+			      "rate %d: multiple %d", r, ibv_rate_to_mult(r));
+	}
+	CHECK(ibv_rate_to_mult(IBV_RATE_10_GBPS) == 4 &&
+	      ibv_rate_to_mult(IBV_RATE_14_GBPS) == -1 &&
+	      mult_to_ibv_rate(3) == IBV_RATE_MAX &&
+	      ibv_rate_to_mbps(IBV_RATE_100_GBPS) == 103125 &&
+	      ibv_rate_to_mbps(IBV_RATE_MAX) == -1 &&
+	      mbps_to_ibv_rate(99999) == IBV_RATE_MAX, "rate tables");
+
+	/* A path record to the kernel's layout and back. */
+	memset(&pr, 0, sizeof(pr));
+	for (i = 0; i < 16; i++)
+		pr.dgid.raw[i] = (uint8_t)i, pr.sgid.raw[i] = (uint8_t)(i + 16);
+	pr.dlid = htobe16(7);
+	pr.flow_label = htobe32(0x12345);
+	pr.mtu = IBV_MTU_4096;
+	pr.pkey = htobe16(0xffff);
+	pr.hop_limit = 9;
+	pr.traffic_class = 3;
+	pr.rate = IBV_RATE_100_GBPS;
+	pr.packet_life_time = 14;
+	ibv_copy_path_rec_to_kern(&kern, &pr);
+	CHECK(kern.dgid[15] == 15 && kern.sgid[0] == 16 && kern.mtu == 5 &&
+	      kern.hop_limit == 9 && kern.rate == IBV_RATE_100_GBPS,
+	      "path record to the kernel's layout");
+	memset(&back, 0, sizeof(back));
+	ibv_copy_path_rec_from_kern(&back, &kern);
+	CHECK(memcmp(&back, &pr, sizeof(pr)) == 0, "path record round trip");
+
+	pair_open(&p, &rc);
+
+	/* Port queries. */
+	vctx = verbs_get_ctx_op(p.ctx, query_port);
+	CHECK(vctx != NULL, "query_port op");
+	memset(&full, 0, sizeof(full));
+	CHECK(ibv_query_port(p.ctx, 1, &full) == 0, "query_port");
+	memset(big, 0xaa, sizeof(big));
+	CHECK(vctx->query_port(p.ctx, 1, (struct ibv_port_attr *)big,
+			       sizeof(big)) == 0, "query_port, longer struct");
+	CHECK(memcmp(big, &full, sizeof(full)) == 0, "longer struct: fields");
+	for (i = sizeof(full); i < sizeof(big); i++)
+		CHECK(big[i] == 0, "longer struct: byte %zu is 0x%x, not 0", i,
+		      big[i]);
+	memset(big, 0xaa, sizeof(big));
+	CHECK(vctx->query_port(p.ctx, 2, (struct ibv_port_attr *)big,
+			       sizeof(big)) == EINVAL, "query_port 2: EINVAL");
+	for (i = 0; i < sizeof(big); i++)
+		CHECK(big[i] == 0, "query_port 2: byte %zu not zeroed", i);
+	memset(big, 0xaa, sizeof(big));
+	CHECK((ibv_query_port)(p.ctx, 1,
+			       (struct _compat_ibv_port_attr *)big) == 0,
+	      "ibv_query_port@IBVERBS_1.1");
+	CHECK(memcmp(big, &full, offsetof(struct ibv_port_attr, flags) + 1) ==
+	      0, "1.1 layout: every field through flags");
+	for (i = 48; i < sizeof(big); i++)
+		CHECK(big[i] == 0xaa, "1.1 layout: byte %zu past its 48 written",
+		      i);
+
+	/* *bad_wr: NULL after a post that took every WR. */
+	pair_connect(&p, &rc);
+	sge = (struct ibv_sge){ (uintptr_t)p.buf, 64, p.mr->lkey };
+	memset(&wr, 0, sizeof(wr));
+	wr.wr_id = 1;
+	wr.sg_list = &sge;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_RDMA_WRITE;
+	wr.wr.rdma.remote_addr = (uintptr_t)p.buf + 4096;
+	wr.wr.rdma.rkey = p.mr->rkey;
+	bad = &wr;
+	CHECK(ibv_post_send(p.qp[0], &wr, &bad) == 0 && bad == NULL,
+	      "post_send: *bad_wr %p after success", (void *)bad);
+	CHECK(poll_one(p.cq[0], &wc, 5) && wc.status == IBV_WC_SUCCESS,
+	      "WRITE completes");
+	CHECK(ibv_poll_cq(p.cq[0], -1, &wc) == 0, "poll_cq(-1) returns 0");
+
+	/* The engine moves the QP to Error (a bad lkey); ibv_query_qp
+	 * tells qp->state.
+	 */
+	sge.lkey = BOGUS_KEY;
+	CHECK(ibv_post_send(p.qp[0], &wr, &bad) == 0, "post, bad lkey");
+	CHECK(poll_one(p.cq[0], &wc, 5) && wc.status == IBV_WC_LOC_PROT_ERR,
+	      "bad lkey: LOC_PROT_ERR");
+	CHECK(p.qp[0]->state == IBV_QPS_RTS, "qp->state before the query");
+	CHECK(ibv_query_qp(p.qp[0], &qa, IBV_QP_STATE, &qi) == 0 &&
+	      qa.qp_state == IBV_QPS_ERR && p.qp[0]->state == IBV_QPS_ERR,
+	      "query_qp: state %d, qp->state %d", qa.qp_state,
+	      p.qp[0]->state);
+
+	/* P_Keys, the L2 of a GID. */
+	CHECK(ibv_get_pkey_index(p.ctx, 1, htobe16(0xffff)) == 0 &&
+	      ibv_get_pkey_index(p.ctx, 1, htobe16(0x7fff)) == -1,
+	      "pkey index of 0xffff, of 0x7fff");
+	CHECK(ibv_resolve_eth_l2_from_gid(p.ctx, &ah, mac, &vid) < 0,
+	      "resolve_eth_l2 without GRH: negative");
+	ah_self(p.ctx, &ah);
+	CHECK(ibv_resolve_eth_l2_from_gid(p.ctx, &ah, mac, &vid) == 0,
+	      "resolve_eth_l2 of its own GID");
+	ah.grh.dgid.raw[15] ^= 0x5a;
+	CHECK(ibv_resolve_eth_l2_from_gid(p.ctx, &ah, mac, &vid) < 0,
+	      "resolve_eth_l2 of another GID: negative");
+	pair_close(&p);
+
+	/* sysfs: a file read through ibv_read_sysfs_file. */
+	snprintf(path, sizeof(path), "/tmp/dpib-compat-%d", getpid());
+	f = fopen(path, "w");
+	CHECK(f != NULL, "temp file");
+	fputs("abc\n", f);
+	fclose(f);
+	CHECK(ibv_read_sysfs_file("/tmp", path + 5, buf, sizeof(buf)) == 3 &&
+	      strcmp(buf, "abc") == 0, "read_sysfs_file: '%s'", buf);
+	unlink(path);
+	errno = 0;
+	CHECK(ibv_read_sysfs_file("/tmp", path + 5, buf, sizeof(buf)) == -1 &&
+	      errno == ENOENT, "read_sysfs_file, no file: errno %d", errno);
+}
+
 int
 main(void)
 {
+	/* Before anything asks for it: the root is read once. */
+	setenv("SYSFS_PATH", "/tmp/dpib-sysfs//", 1);
+	CHECK(strcmp(ibv_get_sysfs_path(), "/tmp/dpib-sysfs") == 0,
+	      "SYSFS_PATH: %s", ibv_get_sysfs_path());
+	unsetenv("SYSFS_PATH");
+	RUN(rdma_core_conventions);
 	RUN(zero_length_classic);
 	RUN(zero_length_checks_qp_access);
 	RUN(zero_length_wr_api);

@@ -78,7 +78,7 @@ static void
 query_device_port_gid_pkey(void)
 {
 	struct ibv_device_attr da;
-	struct ibv_port_attr pa;
+	struct ibv_port_attr pa, pa2;
 	union ibv_gid gid;
 	struct ibv_gid_entry ge;
 	__be16 pkey;
@@ -102,7 +102,10 @@ query_device_port_gid_pkey(void)
 	CHECK(pa.max_mtu == IBV_MTU_4096, "max_mtu");
 	CHECK(pa.gid_tbl_len >= 1 && pa.pkey_tbl_len >= 1, "table lengths");
 	CHECK(pa.max_msg_sz >= (1u << 30), "max_msg_sz");
-	CHECK(ibv_query_port(P.ctx, 2, &pa) != 0, "port 2 exists");
+	memset(&pa2, 0xaa, sizeof(pa2));
+	CHECK(ibv_query_port(P.ctx, 2, &pa2) != 0, "port 2 exists");
+	CHECK(pa2.state == 0 && pa2.gid_tbl_len == 0 && pa2.flags == 0,
+	      "port 2's attributes not zeroed, as rdma-core leaves them");
 
 	CHECK(ibv_query_gid(P.ctx, 1, 0, &gid) == 0, "query_gid");
 	CHECK(gid.raw[10] == 0xff && gid.raw[11] == 0xff &&

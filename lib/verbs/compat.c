@@ -11,6 +11,12 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
@@ -22,15 +28,131 @@
 
 #include "verbs_priv.h"
 
+/*
+ * <dir>/<file> into @buf as a string without its trailing newline: the
+ * length read, or -1 with errno. A plain reader, as rdma-core's: dpib-run
+ * mounts the tree dpib fills (DPIB_SYSFS) at /sys/class/infiniband, and
+ * programs read it through here (ibv_devinfo's board_id, librdmacm).
+ */
 int
 ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 {
-	(void)dir;
-	(void)file;
-	(void)buf;
-	(void)size;
-	errno = ENOSYS;		/* no sysfs class for dpib devices */
+	char path[PATH_MAX];
+	ssize_t len;
+	int fd, err;
+
+	if (size == 0 ||
+	    (size_t)snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    sizeof(path)) {
+		errno = size == 0 ? EINVAL : ENAMETOOLONG;
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	len = read(fd, buf, size);
+	err = errno;
+	close(fd);
+	if (len < 0) {
+		errno = err;
+		return -1;
+	}
+	if (len > 0 && buf[len - 1] == '\n')
+		buf[--len] = '\0';
+	else if ((size_t)len < size)
+		buf[len] = '\0';
+	else
+		buf[size - 1] = '\0';	/* cut short */
+	return (int)len;
+}
+
+/*
+ * The static rates (IBA 9.11, enum ibv_rate): each one's multiple of
+ * 2.5 Gbit/s where the verbs give it one (FDR's and EDR's have none), and
+ * its data rate in Mbit/s (their encodings make those no round numbers).
+ */
+static const struct {
+	enum ibv_rate rate;
+	int mult;
+	int mbps;
+} rates[] = {
+	{ IBV_RATE_2_5_GBPS, 1, 2500 },	{ IBV_RATE_5_GBPS, 2, 5000 },
+	{ IBV_RATE_10_GBPS, 4, 10000 },	{ IBV_RATE_20_GBPS, 8, 20000 },
+	{ IBV_RATE_30_GBPS, 12, 30000 },	{ IBV_RATE_40_GBPS, 16, 40000 },
+	{ IBV_RATE_60_GBPS, 24, 60000 },	{ IBV_RATE_80_GBPS, 32, 80000 },
+	{ IBV_RATE_120_GBPS, 48, 120000 },
+	{ IBV_RATE_14_GBPS, -1, 14062 },	{ IBV_RATE_56_GBPS, -1, 56250 },
+	{ IBV_RATE_112_GBPS, -1, 112500 },
+	{ IBV_RATE_168_GBPS, -1, 168750 },
+	{ IBV_RATE_25_GBPS, -1, 25781 },	{ IBV_RATE_100_GBPS, -1, 103125 },
+	{ IBV_RATE_200_GBPS, -1, 206250 },
+	{ IBV_RATE_300_GBPS, -1, 309375 },
+	{ IBV_RATE_28_GBPS, 11, 28125 },	{ IBV_RATE_50_GBPS, 20, 53125 },
+	{ IBV_RATE_400_GBPS, 160, 425000 },
+	{ IBV_RATE_600_GBPS, 240, 637500 },
+	{ IBV_RATE_800_GBPS, 320, 850000 },
+	{ IBV_RATE_1200_GBPS, 480, 1275000 },
+};
+
+int
+ibv_rate_to_mult(enum ibv_rate rate)
+{
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(rates); i++)
+		if (rates[i].rate == rate)
+			return rates[i].mult;
 	return -1;
+}
+
+enum ibv_rate
+mult_to_ibv_rate(int mult)
+{
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(rates); i++)
+		if (rates[i].mult == mult && mult > 0)
+			return rates[i].rate;
+	return IBV_RATE_MAX;
+}
+
+int
+ibv_rate_to_mbps(enum ibv_rate rate)
+{
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(rates); i++)
+		if (rates[i].rate == rate)
+			return rates[i].mbps;
+	return -1;
+}
+
+enum ibv_rate
+mbps_to_ibv_rate(int mbps)
+{
+	size_t i;
+
+	for (i = 0; i < RTE_DIM(rates); i++)
+		if (rates[i].mbps == mbps)
+			return rates[i].rate;
+	return IBV_RATE_MAX;
+}
+
+static char sysfs_path[PATH_MAX];
+
+static void
+sysfs_path_init(void)
+{
+	const char *env = secure_getenv("SYSFS_PATH");
+	size_t n;
+
+	if (env == NULL || strlen(env) >= sizeof(sysfs_path))
+		return;
+	n = strlen(env);
+	while (n > 1 && env[n - 1] == '/')
+		n--;
+	memcpy(sysfs_path, env, n);
+	sysfs_path[n] = '\0';
 }
 
 /* Nothing is pinned by a kernel, so fork() needs no madvise. */
@@ -65,14 +187,15 @@ ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
 	union ibv_gid gid;
 	uint32_t i, n = hca_gid_count(hw);
 
+	/* Failures are negative, as rdma-core's. */
 	if (!attr->is_global)
-		return ENOSYS;
+		return -EINVAL;
 	for (i = 0; i < n; i++)
 		if (hca_gid(hw, i, &gid) == 0 &&
 		    memcmp(&attr->grh.dgid, &gid, sizeof(gid)) == 0)
 			break;
 	if (i == n)
-		return ENOSYS;	/* peers resolve inside the engine (ARP/ND) */
+		return -EHOSTUNREACH;	/* peers resolve in the engine (ARP) */
 	hca_mac(hw, eth_mac);
 	*vid = hca_conf(hw)->vlan ? hca_conf(hw)->vlan : 0xffff;
 	return 0;
@@ -314,10 +437,41 @@ ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 	dst->preference = src->preference;
 }
 
+void
+ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
+			  struct ibv_sa_path_rec *src)
+{
+	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
+	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
+	dst->dlid = src->dlid;
+	dst->slid = src->slid;
+	dst->raw_traffic = src->raw_traffic;
+	dst->flow_label = src->flow_label;
+	dst->reversible = src->reversible;
+	dst->mtu = src->mtu;
+	dst->pkey = src->pkey;
+	dst->hop_limit = src->hop_limit;
+	dst->traffic_class = src->traffic_class;
+	dst->numb_path = src->numb_path;
+	dst->sl = src->sl;
+	dst->mtu_selector = src->mtu_selector;
+	dst->rate_selector = src->rate_selector;
+	dst->rate = src->rate;
+	dst->packet_life_time_selector = src->packet_life_time_selector;
+	dst->packet_life_time = src->packet_life_time;
+	dst->preference = src->preference;
+}
+
+/* Where sysfs is: SYSFS_PATH (without trailing slashes) if set, as
+ * rdma-core honours it, else /sys.
+ */
 const char *
 ibv_get_sysfs_path(void)
 {
-	return "/sys";	/* where sysfs is; dpib devices have no class in it */
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, sysfs_path_init);
+	return sysfs_path[0] != '\0' ? sysfs_path : "/sys";
 }
 
 /* P_Key table of one entry: the default partition, full membership. */
@@ -325,7 +479,7 @@ int
 ibv_get_pkey_index(struct ibv_context *ctx, uint8_t port, __be16 pkey)
 {
 	(void)ctx;
-	if (port != 1 || (be16toh(pkey) & 0x7fff) != 0x7fff) {
+	if (port != 1 || be16toh(pkey) != 0xffff) {	/* the whole key */
 		errno = EINVAL;
 		return -1;
 	}

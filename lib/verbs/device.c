@@ -231,20 +231,35 @@ dpib_query_port_ex(struct ibv_context *ctx, uint8_t port,
 {
 	struct ibv_port_attr full;
 
+	/* As rdma-core: the caller's whole struct is zeroed first (a
+	 * program built with newer headers passes a longer one, whose tail
+	 * it reads), and left so for a bad port; a shorter one only on
+	 * success.
+	 */
+	if (len >= sizeof(full))
+		memset(attr, 0, len);
 	if (port != 1)
 		return EINVAL;
+	memset(&full, 0, sizeof(full));
 	ib_dev_query_port(ctx_hw(ctx), &full);
 	memcpy(attr, &full, RTE_MIN(len, sizeof(full)));
 	return 0;
 }
 
-/* The pre-extension entry point: fills the older, shorter layout. */
+/*
+ * The pre-extension entry point: the older, shorter layout, which ends
+ * with flags (48 bytes with its padding, rdma-core's
+ * _compat_ibv_port_attr).
+ */
+#define COMPAT_PORT_ATTR_LEN \
+	RTE_ALIGN_CEIL(offsetof(struct ibv_port_attr, flags) + 1, 4)
+
 int
 ibv_query_port(struct ibv_context *ctx, uint8_t port,
 	       struct _compat_ibv_port_attr *attr)
 {
 	return dpib_query_port_ex(ctx, port, (struct ibv_port_attr *)attr,
-				  offsetof(struct ibv_port_attr, flags));
+				  COMPAT_PORT_ATTR_LEN);
 }
 
 int

@@ -154,7 +154,14 @@ int
 ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
 	     struct ibv_qp_init_attr *init)
 {
-	return hca_query_qp(qp, attr, mask, init);
+	int ret = hca_query_qp(qp, attr, mask, init);
+
+	/* As rdma-core: the state read is the QP's too (pyverbs reads
+	 * qp->state; the engine may have moved it to Error).
+	 */
+	if (ret == 0 && (mask & IBV_QP_STATE))
+		qp->state = attr->qp_state;
+	return ret;
 }
 
 int

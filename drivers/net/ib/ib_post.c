@@ -254,8 +254,8 @@ post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 		     ib_engine_post_qp(qp, posted && i == 0); i++)
 			;
 	}
-	if (err)
-		*bad = wr;
+	/* NULL when all went, as rxe leaves it: callers test it. */
+	*bad = err ? wr : NULL;
 	return err;
 }
 
