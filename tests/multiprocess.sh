@@ -151,6 +151,35 @@ memif_link() {
 	pair $l "" "" 127.0.0.1 ibv_ud_pingpong -d dpib0 -g 1 -n 1000
 	pair $l "" "" 127.0.0.1 ibv_rc_pingpong -d dpib0 -g 0 -n 1000
 	pair $l "" "" 127.0.0.1 ibv_ud_pingpong -d dpib0 -g 0 -n 1000
+	port_events
+}
+
+# Port events, as rxe sends them on its netdev's carrier: ibv_asyncwatch
+# on the memif server sees IBV_EVENT_PORT_ACTIVE when a client attaches
+# and IBV_EVENT_PORT_ERR when it leaves (the client: another
+# ibv_asyncwatch, stopped after 2 s).
+port_events() {
+	local s="$tmp/aw-server.log" c="$tmp/aw-client.log" srv
+	memif_confs "link_wait_ms = 0"
+	rm -f "$tmp/memif.sock"
+	timeout 8 "$run" -c "$tmp/server.conf" ibv_asyncwatch -d dpib0 \
+		>"$s" 2>&1 &
+	srv=$!
+	sleep 1
+	timeout 2 "$run" -c "$tmp/client.conf" ibv_asyncwatch -d dpib0 \
+		>"$c" 2>&1
+	sleep 1
+	kill "$srv" 2>/dev/null
+	wait "$srv" 2>/dev/null
+	if grep -A1 "PORT_ACTIVE (9), port 1" "$s" |
+	   grep -q "PORT_ERR (10), port 1"; then
+		ok "memif port events: ibv_asyncwatch saw the port come up" \
+			"and go down"
+	else
+		fail "memif port events"
+		sed 's/^/  server: /' "$s"
+		sed 's/^/  client: /' "$c"
+	fi
 }
 
 af_packet_link() {

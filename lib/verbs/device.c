@@ -155,6 +155,10 @@ ibv_open_device(struct ibv_device *device)
 		return NULL;
 	}
 	ctx->async_fd = ib_evq_fd(c->async);
+	/* Its port's changes arrive there too (IBV_EVENT_PORT_*). */
+	if (hca_port_events(c->dev->hw, c->async, 1) != 0)
+		DPIB_LOG(NOTICE, "%s: too many contexts open: this one gets "
+			 "no port events", device->name);
 	ctx->num_comp_vectors = 1;
 	ctx->abi_compat = __VERBS_ABI_IS_EXTENDED;
 	pthread_mutex_init(&ctx->mutex, NULL);
@@ -174,6 +178,7 @@ ibv_close_device(struct ibv_context *ctx)
 {
 	struct dpib_context *c = to_dctx(ctx);
 
+	hca_port_events(c->dev->hw, c->async, 0);
 	ib_evq_free(c->async);
 	pthread_mutex_destroy(&ctx->mutex);
 	free(c);

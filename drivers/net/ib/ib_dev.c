@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <linux/if_packet.h>
+#include <rte_alarm.h>
 #include <rte_bus_vdev.h>
 #include <rte_cycles.h>
 #include <rte_dev.h>
@@ -374,6 +375,77 @@ hca_port_linked(struct ib_dev *dev)
 		memif_populate();
 }
 
+/*
+ * Port events. A kernel HCA tells each open context when its port goes
+ * up or down (IBV_EVENT_PORT_ACTIVE, IBV_EVENT_PORT_ERR: rxe on its
+ * netdev's carrier, ibv_asyncwatch prints them, UCX and others act on
+ * them). DPDK 22.11's virtual ports raise no link-state interrupt (memif
+ * changes its link on the interrupt thread as a peer comes and goes), so
+ * while a context is open the link is looked at every IB_PORT_WATCH_US
+ * from an alarm on that thread - in every engine mode, with or without
+ * QPs (the engines start with the first QP). A flap shorter than that
+ * period can go unseen.
+ */
+static int
+link_is_up(const struct ib_dev *dev)
+{
+	struct rte_eth_link link;
+
+	return rte_eth_link_get_nowait(dev->port_id, &link) == 0 &&
+	       link.link_status == RTE_ETH_LINK_UP;
+}
+
+static void
+port_watch(void *arg)
+{
+	struct ib_dev *dev = arg;
+	int up = link_is_up(dev);
+	uint32_t i;
+
+	rte_spinlock_lock(&dev->port_ev_lock);
+	if (up != dev->port_up) {
+		dev->port_up = (uint8_t)up;
+		for (i = 0; i < dev->nport_ev; i++)
+			ib_async_event(dev->port_ev[i], up ?
+				       IBV_EVENT_PORT_ACTIVE :
+				       IBV_EVENT_PORT_ERR, NULL);
+	}
+	dev->port_watching = dev->nport_ev != 0 &&
+		rte_eal_alarm_set(IB_PORT_WATCH_US, port_watch, dev) == 0;
+	rte_spinlock_unlock(&dev->port_ev_lock);
+}
+
+/* A context's async queue @async starts (@on) or stops getting them. */
+int
+hca_port_events(struct ib_dev *dev, struct ib_evq *async, int on)
+{
+	int ret = 0;
+	uint32_t i;
+
+	rte_spinlock_lock(&dev->port_ev_lock);
+	if (on) {
+		if (dev->nport_ev == IB_PORT_EV_MAX) {
+			ret = -ENOSPC;
+		} else {
+			if (dev->nport_ev == 0)
+				dev->port_up = (uint8_t)link_is_up(dev);
+			dev->port_ev[dev->nport_ev++] = async;
+			if (!dev->port_watching)
+				dev->port_watching = rte_eal_alarm_set(
+					IB_PORT_WATCH_US, port_watch, dev) == 0;
+		}
+	} else {
+		for (i = 0; i < dev->nport_ev; i++)
+			if (dev->port_ev[i] == async) {
+				dev->port_ev[i] = dev->port_ev[--dev->nport_ev];
+				break;
+			}
+		/* With none left, a pending alarm runs once more and stops. */
+	}
+	rte_spinlock_unlock(&dev->port_ev_lock);
+	return ret;
+}
+
 /* Find the port: a vdev is created from its devargs, a PCI NIC probed. */
 static int
 port_open(const char *spec, uint32_t *mtu, uint16_t *port_id)
@@ -705,6 +777,7 @@ ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out)
 	rte_spinlock_init(&dev->ctl_lock);
 	rte_spinlock_init(&dev->dbg_lock);
 	rte_spinlock_init(&dev->neigh_lock);
+	rte_spinlock_init(&dev->port_ev_lock);
 	ret = -ENOMEM;
 	dev->qp_tbl = rte_zmalloc("ib_qp_tbl", IB_MAX_QP * sizeof(void *), 0);
 	dev->mr_tbl = rte_zmalloc("ib_mr_tbl", IB_MAX_MR * sizeof(void *), 0);

@@ -41,6 +41,7 @@ ib_evq_init(struct ib_evq *e, uint32_t entries, uint32_t rec_size)
 		return ret;
 	}
 	rte_spinlock_init(&e->lock);
+	rte_spinlock_init(&e->push_lock);
 	e->dropped = 0;
 	return 0;
 }
@@ -54,22 +55,30 @@ ib_evq_fini(struct ib_evq *e)
 	ib_queue_free(&e->q);
 }
 
-/* Engine: queue one record. A full queue loses the event (counted). */
+/*
+ * Queue one record. A full queue loses the event (counted). Producers
+ * take turns: the engines (QPs of one context on several) and the port
+ * watch on the interrupt thread; events are rare, the lock uncontended.
+ */
 int
 ib_evq_push(struct ib_evq *e, const void *rec)
 {
 	static const uint64_t one = 1;
-	uint32_t prod = e->q.prod;
+	uint32_t prod;
 	uint8_t *slot;
 
+	rte_spinlock_lock(&e->push_lock);
+	prod = e->q.prod;
 	if (ib_queue_room(&e->q) == 0) {
 		e->dropped++;
+		rte_spinlock_unlock(&e->push_lock);
 		return -ENOSPC;
 	}
 	slot = ib_queue_slot(&e->q, prod);
 	*(uint32_t *)slot = REC_VALID;
 	memcpy(slot + sizeof(uint32_t), rec, e->rec_size);
 	ib_queue_publish(&e->q, prod + 1);
+	rte_spinlock_unlock(&e->push_lock);
 	if (write(e->efd, &one, sizeof(one)) != sizeof(one))
 		return -errno;
 	return 0;

@@ -37,6 +37,8 @@
 /* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */
 #define IB_HDR_MAX		(RTE_ETHER_HDR_LEN + 4 + 40 + 8)
 #define IB_MAX_GID		2	/* IPv4-mapped, then IPv6 */
+#define IB_PORT_EV_MAX		64	/* contexts told of port events */
+#define IB_PORT_WATCH_US	100000	/* how often the link is looked at */
 /*
  * The GID table a port reports: more entries than it fills, as hardware
  * has; the unused ones read as the zero GID (ibv_query_gid) or ENODATA

@@ -54,6 +54,7 @@ struct ib_evq {
 	uint32_t rec_size;
 	int efd;		/* eventfd, semaphore mode: one count a record */
 	rte_spinlock_t lock;	/* application side only */
+	rte_spinlock_t push_lock;	/* producers: engines, the port watch */
 	uint64_t dropped;
 };
 
@@ -631,6 +632,15 @@ struct ib_dev {
 	uint8_t ring_loop;	/* the embedded loopback's net_ring */
 	uint8_t icrc_skip;	/* frames sent unsealed, marked (ib_unsealed) */
 	uint8_t linked;		/* hca_port_linked ran since the link came up */
+	/* Port events (IBV_EVENT_PORT_ACTIVE, _ERR) to the contexts open on
+	 * the device: their async queues, and the link as last seen by the
+	 * watch on EAL's interrupt thread (ib_dev.c, port_watch).
+	 */
+	rte_spinlock_t port_ev_lock;
+	uint8_t port_up;
+	uint8_t port_watching;	/* its alarm is set */
+	uint32_t nport_ev;
+	struct ib_evq *port_ev[IB_PORT_EV_MAX];
 	uint32_t zc_min;	/* zero-copy payloads from this size; 0: off */
 	struct rte_ether_addr mac;
 	union ibv_gid gid[IB_MAX_GID];	/* RoCE v2 GID table */
