@@ -337,6 +337,32 @@ ud_through(int sgid_index)
 	CHECK(back.grh.sgid_index == sgid_index &&
 	      memcmp(&back.grh.dgid, &gid[sgid_index], 16) == 0,
 	      "reply AH: sgid_index %u", back.grh.sgid_index);
+	/* As rdma-core: hop limit and traffic class as received; a
+	 * multicast destination or one not ours is refused.
+	 */
+	{
+		uint8_t *g = b + 0x10000;
+		uint8_t hops = sgid_index == 1 ? g[7] : g[20 + 8];
+		uint8_t tc = sgid_index == 1 ?
+			     (uint8_t)((g[0] << 4) | (g[1] >> 4)) : g[20 + 1];
+		uint8_t *dst = sgid_index == 1 ? g + 24 : g + 20 + 16;
+		uint8_t keep = dst[0];
+
+		CHECK(back.grh.hop_limit == hops && back.grh.traffic_class == tc,
+		      "reply AH: hop limit %u (received %u), class %u (%u)",
+		      back.grh.hop_limit, hops, back.grh.traffic_class, tc);
+		dst[0] = sgid_index == 1 ? 0xff : 239;
+		errno = 0;
+		CHECK(ibv_init_ah_from_wc(p.ctx, 1, &wc, (void *)g, &back) ==
+		      -1 && errno == EINVAL, "to a multicast group: errno %d",
+		      errno);
+		dst[0] = keep ^ 0x10;
+		errno = 0;
+		CHECK(ibv_init_ah_from_wc(p.ctx, 1, &wc, (void *)g, &back) ==
+		      -1 && errno == ENOENT, "to an address not ours: errno %d",
+		      errno);
+		dst[0] = keep;
+	}
 	CHECK(ibv_destroy_ah(ah) == 0, "destroy_ah");
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(r) == 0, "destroy_qp");
 	CHECK(ibv_destroy_cq(cq) == 0, "destroy_cq");

@@ -553,6 +553,7 @@ ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 {
 	(void)qp;
 	(void)ece;
+	errno = EOPNOTSUPP;	/* set too, as rdma-core does */
 	return EOPNOTSUPP;
 }
 

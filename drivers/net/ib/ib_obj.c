@@ -363,39 +363,64 @@ hca_destroy_ah(struct ibv_ah *ibah)
 /*
  * The address of the sender of a UD receive: for RoCEv2 over IPv6 the GRH
  * area is the IPv6 header (version nibble 6); over IPv4 it holds the IPv4
- * header in its last 20 bytes and begins with zeros. The source GID index
- * is the one of the local address the packet was sent to.
+ * header in its last 20 bytes and begins with zeros. As rdma-core builds
+ * it: the hop limit and traffic class are the received header's (TTL and
+ * TOS over IPv4), the source GID index is the one of the local address
+ * the packet was sent to, and there must be one: a multicast destination
+ * (no GID of ours) is EINVAL, an address this port does not have ENOENT
+ * (-1 and errno).
  */
 int
 hca_init_ah_from_wc(struct ib_dev *hw, uint8_t port_num, struct ibv_wc *wc,
 		    struct ibv_grh *grh, struct ibv_ah_attr *ah_attr)
 {
 	const uint8_t *raw = (const uint8_t *)grh;
-	uint32_t i;
+	union ibv_gid local;
+	uint32_t i, flow;
 
 	memset(ah_attr, 0, sizeof(*ah_attr));
 	ah_attr->port_num = port_num;
 	ah_attr->sl = wc->sl;
+	ah_attr->dlid = wc->slid;
+	ah_attr->src_path_bits = wc->dlid_path_bits;
 	if (!(wc->wc_flags & IBV_WC_GRH))
 		return 0;
 	ah_attr->is_global = 1;
-	ah_attr->grh.hop_limit = 64;
-	ah_attr->grh.sgid_index = 0;
 	if ((raw[0] >> 4) != 6) {
+		const uint8_t *ip = raw + 20;	/* the IPv4 header */
 		uint8_t *dgid = ah_attr->grh.dgid.raw;
 
+		if ((ip[16] & 0xf0) == 0xe0) {
+			errno = EINVAL;		/* 224.0.0.0/4 */
+			return -1;
+		}
+		memset(&local, 0, sizeof(local));
+		local.raw[10] = local.raw[11] = 0xff;
+		memcpy(local.raw + 12, ip + 16, 4);	/* its destination */
 		dgid[10] = dgid[11] = 0xff;
-		memcpy(dgid + 12, raw + 20 + 12, 4);	/* its source */
-		return 0;
+		memcpy(dgid + 12, ip + 12, 4);		/* its source */
+		ah_attr->grh.hop_limit = ip[8];
+		ah_attr->grh.traffic_class = ip[1];
+	} else {
+		if (grh->dgid.raw[0] == 0xff) {
+			errno = EINVAL;
+			return -1;
+		}
+		local = grh->dgid;
+		ah_attr->grh.dgid = grh->sgid;
+		flow = rte_be_to_cpu_32(grh->version_tclass_flow);
+		ah_attr->grh.flow_label = flow & 0xfffff;
+		ah_attr->grh.traffic_class = (flow >> 20) & 0xff;
+		ah_attr->grh.hop_limit = grh->hop_limit;
 	}
-	ah_attr->grh.dgid = grh->sgid;
 	for (i = 0; i < hw->ngid; i++)
-		if (memcmp(&hw->gid[i], &grh->dgid, sizeof(grh->dgid)) == 0)
-			ah_attr->grh.sgid_index = i;
-	ah_attr->grh.flow_label = rte_be_to_cpu_32(grh->version_tclass_flow) &
-				  0xfffff;
-	ah_attr->grh.traffic_class = (rte_be_to_cpu_32(grh->version_tclass_flow)
-				      >> 20) & 0xff;
+		if (memcmp(&hw->gid[i], &local, sizeof(local)) == 0)
+			break;
+	if (i == hw->ngid) {
+		errno = ENOENT;
+		return -1;
+	}
+	ah_attr->grh.sgid_index = (uint8_t)i;
 	return 0;
 }
 
