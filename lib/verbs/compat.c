@@ -94,48 +94,57 @@ static const struct {
 	{ IBV_RATE_1200_GBPS, 480, 1275000 },
 };
 
-int
-ibv_rate_to_mult(enum ibv_rate rate)
+/* The row of @rate, or of the multiple (@mbps 0) or rate in Mbit/s @v. */
+static int
+rate_row(enum ibv_rate rate, int v, int mbps)
 {
 	size_t i;
 
 	for (i = 0; i < RTE_DIM(rates); i++)
-		if (rates[i].rate == rate)
-			return rates[i].mult;
+		if (v == 0 ? rates[i].rate == rate :
+		    (mbps ? rates[i].mbps : rates[i].mult) == v)
+			return (int)i;
 	return -1;
 }
 
-enum ibv_rate
-mult_to_ibv_rate(int mult)
+static int
+rate_to(enum ibv_rate rate, int mbps)
 {
-	size_t i;
+	int i = rate_row(rate, 0, 0);
 
-	for (i = 0; i < RTE_DIM(rates); i++)
-		if (rates[i].mult == mult && mult > 0)
-			return rates[i].rate;
-	return IBV_RATE_MAX;
+	return i < 0 ? -1 : mbps ? rates[i].mbps : rates[i].mult;
+}
+
+static enum ibv_rate
+rate_from(int v, int mbps)
+{
+	int i = v > 0 ? rate_row(IBV_RATE_MAX, v, mbps) : -1;
+
+	return i < 0 ? IBV_RATE_MAX : rates[i].rate;
+}
+
+int
+ibv_rate_to_mult(enum ibv_rate rate)
+{
+	return rate_to(rate, 0);
 }
 
 int
 ibv_rate_to_mbps(enum ibv_rate rate)
 {
-	size_t i;
+	return rate_to(rate, 1);
+}
 
-	for (i = 0; i < RTE_DIM(rates); i++)
-		if (rates[i].rate == rate)
-			return rates[i].mbps;
-	return -1;
+enum ibv_rate
+mult_to_ibv_rate(int mult)
+{
+	return rate_from(mult, 0);
 }
 
 enum ibv_rate
 mbps_to_ibv_rate(int mbps)
 {
-	size_t i;
-
-	for (i = 0; i < RTE_DIM(rates); i++)
-		if (rates[i].mbps == mbps)
-			return rates[i].rate;
-	return IBV_RATE_MAX;
+	return rate_from(mbps, 1);
 }
 
 static char sysfs_path[PATH_MAX];
@@ -412,29 +421,21 @@ ibv_copy_qp_attr_from_kern(struct ibv_qp_attr *dst,
 	dst->alt_timeout = src->alt_timeout;
 }
 
+/* A path record's fields other than its GIDs: the same in both layouts. */
+#define PATH_REC_FIELDS(X) \
+	X(dlid) X(slid) X(raw_traffic) X(flow_label) X(reversible) X(mtu) \
+	X(pkey) X(hop_limit) X(traffic_class) X(numb_path) X(sl) \
+	X(mtu_selector) X(rate_selector) X(rate) \
+	X(packet_life_time_selector) X(packet_life_time) X(preference)
+#define PATH_REC_COPY(f) dst->f = src->f;
+
 void
 ibv_copy_path_rec_from_kern(struct ibv_sa_path_rec *dst,
 			    struct ib_user_path_rec *src)
 {
 	memcpy(dst->dgid.raw, src->dgid, sizeof(dst->dgid));
 	memcpy(dst->sgid.raw, src->sgid, sizeof(dst->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = src->reversible;
-	dst->mtu = src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(PATH_REC_COPY)
 }
 
 void
@@ -443,23 +444,7 @@ ibv_copy_path_rec_to_kern(struct ib_user_path_rec *dst,
 {
 	memcpy(dst->dgid, src->dgid.raw, sizeof(dst->dgid));
 	memcpy(dst->sgid, src->sgid.raw, sizeof(dst->sgid));
-	dst->dlid = src->dlid;
-	dst->slid = src->slid;
-	dst->raw_traffic = src->raw_traffic;
-	dst->flow_label = src->flow_label;
-	dst->reversible = src->reversible;
-	dst->mtu = src->mtu;
-	dst->pkey = src->pkey;
-	dst->hop_limit = src->hop_limit;
-	dst->traffic_class = src->traffic_class;
-	dst->numb_path = src->numb_path;
-	dst->sl = src->sl;
-	dst->mtu_selector = src->mtu_selector;
-	dst->rate_selector = src->rate_selector;
-	dst->rate = src->rate;
-	dst->packet_life_time_selector = src->packet_life_time_selector;
-	dst->packet_life_time = src->packet_life_time;
-	dst->preference = src->preference;
+	PATH_REC_FIELDS(PATH_REC_COPY)
 }
 
 /* Where sysfs is: SYSFS_PATH (without trailing slashes) if set, as
