@@ -259,6 +259,7 @@ dpib_exit(void)
 	ib_engine_shutdown();
 	exit_counters();
 	ib_mem_exiting();
+	hca_port_watch_stop();
 	memif_close();
 	RTE_ETH_FOREACH_DEV(port) {
 		rte_eth_dev_stop(port);

@@ -80,6 +80,7 @@ int ib_dev_create(const struct ib_dev_conf *conf, struct ib_dev **out);
 int ib_dev_query(struct ib_dev *dev, struct ibv_device_attr *attr);
 int ib_dev_query_port(struct ib_dev *dev, struct ibv_port_attr *attr);
 int hca_port_events(struct ib_dev *dev, struct ib_evq *async, int on);
+void hca_port_watch_stop(void);
 void ib_dev_port_stats(struct ib_dev *dev);
 const struct ib_dev_conf *hca_conf(const struct ib_dev *dev);
 int hca_gid(const struct ib_dev *dev, uint32_t index, union ibv_gid *gid);

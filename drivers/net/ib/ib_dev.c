@@ -395,6 +395,8 @@ link_is_up(const struct ib_dev *dev)
 	       link.link_status == RTE_ETH_LINK_UP;
 }
 
+static int watch_stopped;	/* the process is exiting: ports close */
+
 static void
 port_watch(void *arg)
 {
@@ -402,6 +404,8 @@ port_watch(void *arg)
 	int up = link_is_up(dev);
 	uint32_t i;
 
+	if (__atomic_load_n(&watch_stopped, __ATOMIC_ACQUIRE))
+		return;
 	rte_spinlock_lock(&dev->port_ev_lock);
 	if (up != dev->port_up) {
 		dev->port_up = (uint8_t)up;
@@ -413,6 +417,16 @@ port_watch(void *arg)
 	dev->port_watching = dev->nport_ev != 0 &&
 		rte_eal_alarm_set(IB_PORT_WATCH_US, port_watch, dev) == 0;
 	rte_spinlock_unlock(&dev->port_ev_lock);
+}
+
+/* At exit, before the ports close: no watch looks at them any more
+ * (rte_eal_alarm_cancel waits for one under way).
+ */
+void
+hca_port_watch_stop(void)
+{
+	__atomic_store_n(&watch_stopped, 1, __ATOMIC_RELEASE);
+	rte_eal_alarm_cancel(port_watch, (void *)-1);
 }
 
 /* A context's async queue @async starts (@on) or stops getting them. */
