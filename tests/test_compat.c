@@ -698,6 +698,8 @@ rdma_core_conventions(void)
 	fclose(f);
 	CHECK(ibv_read_sysfs_file("/tmp", path + 5, buf, sizeof(buf)) == 3 &&
 	      strcmp(buf, "abc") == 0, "read_sysfs_file: '%s'", buf);
+	CHECK(ibv_read_sysfs_file("/tmp", path + 5, buf, 3) == -1,
+	      "read_sysfs_file into 3 bytes: not cut short");
 	unlink(path);
 	errno = 0;
 	CHECK(ibv_read_sysfs_file("/tmp", path + 5, buf, sizeof(buf)) == -1 &&

@@ -57,12 +57,14 @@ ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 		errno = err;
 		return -1;
 	}
-	if (len > 0 && buf[len - 1] == '\n')
+	if (len > 0 && buf[len - 1] == '\n') {
 		buf[--len] = '\0';
-	else if ((size_t)len < size)
+	} else if ((size_t)len < size) {
 		buf[len] = '\0';
-	else
-		buf[size - 1] = '\0';	/* cut short */
+	} else {
+		errno = EOVERFLOW;	/* no room for the terminator: */
+		return -1;		/* a cut string would mislead */
+	}
 	return (int)len;
 }
 
