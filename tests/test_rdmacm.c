@@ -586,6 +586,80 @@ accept_defaults_grant_what_was_asked(void)
 }
 
 /*
+ * librdmacm's conventions (an audit against rdma-core 44):
+ *  - an id with a device has a PD (id->pd, the device's) before any QP:
+ *    rdma_reg_msgs() registers there;
+ *  - rdma_connect(id, NULL) asks for the device's READ/atomic limits both
+ *    ways and every retry (7, 7);
+ *  - the active side's RNR retry count is the one the REP gives;
+ *  - a destroyed channel takes no more events: a DREQ for one of its ids
+ *    neither reaches it nor aborts the process (it did: the eventfd was
+ *    closed and its write aborted).
+ */
+static void
+connect_defaults_as_librdmacm(void)
+{
+	struct rdma_conn_param p = { .retry_count = 7, .rnr_retry_count = 3 };
+	struct ibv_device_attr da;
+	struct ibv_qp_init_attr qi;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr qa;
+
+	channels_open();
+	listen_on(PORT + 2);
+	CHECK(C.listen->pd != NULL && C.listen->pd->context == C.listen->verbs,
+	      "a bound id has no PD");
+	active_resolved(PORT + 2);
+	CHECK(C.act->pd != NULL, "a resolved id has no PD");
+	CHECK(ibv_query_device(C.act->verbs, &da) == 0, "query_device");
+	memory_open(C.act->verbs);
+	qp_on(C.act, C.acq);
+	CHECK(rdma_connect(C.act, NULL) == 0, "rdma_connect(NULL): errno %d",
+	      errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	CHECK(C.pas->pd != NULL, "a requested id has no PD");
+	CHECK(ev->param.conn.responder_resources == da.max_qp_init_rd_atom &&
+	      ev->param.conn.initiator_depth == da.max_qp_rd_atom &&
+	      ev->param.conn.rnr_retry_count == 7,
+	      "connect(NULL) asked %u/%u, rnr %u", ev->param.conn.initiator_depth,
+	      ev->param.conn.responder_resources,
+	      ev->param.conn.rnr_retry_count);
+	p.responder_resources = ev->param.conn.responder_resources;
+	p.initiator_depth = ev->param.conn.initiator_depth;
+	ack(ev);
+	qp_on(C.pas, NULL);
+	CHECK(rdma_accept(C.pas, &p) == 0, "rdma_accept: errno %d", errno);
+	ack(expect(C.ach, RDMA_CM_EVENT_ESTABLISHED, C.act, EV_WAIT));
+	ack(expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT));
+	CHECK(ibv_query_qp(C.act->qp, &qa, IBV_QP_RNR_RETRY |
+			   IBV_QP_MAX_QP_RD_ATOMIC, &qi) == 0, "query_qp");
+	CHECK(qa.rnr_retry == 3 && qa.max_rd_atomic > 0,
+	      "active QP: rnr_retry %u (the REP said 3), max_rd_atomic %u",
+	      qa.rnr_retry, qa.max_rd_atomic);
+	read_over(9);
+	/* The passive side's channel goes, its ids stay: it disconnects,
+	 * the active side answers, and the passive side's DISCONNECTED and
+	 * TIMEWAIT_EXIT have no channel to go to.
+	 */
+	rdma_destroy_event_channel(C.pch);
+	CHECK(rdma_disconnect(C.pas) == 0, "disconnect: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_DISCONNECTED, C.act, EV_WAIT);
+	ack(ev);
+	CHECK(rdma_disconnect(C.act) == 0, "answer: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_TIMEWAIT_EXIT, C.act, EV_WAIT);
+	ack(ev);
+	usleep(300000);		/* the passive side's time-wait ends too */
+	rdma_destroy_qp(C.act);
+	rdma_destroy_qp(C.pas);
+	CHECK(rdma_destroy_id(C.pas) == 0 && rdma_destroy_id(C.act) == 0 &&
+	      rdma_destroy_id(C.listen) == 0, "destroy ids");
+	memory_close();
+	rdma_destroy_event_channel(C.ach);
+	memset(&C, 0, sizeof(C));
+}
+
+/*
  * An event not yet taken dies with its id (the kernel's ucma frees them
  * in rdma_destroy_id): the channel's fd no longer polls readable, and
  * rdma_get_cm_event would not find it.
@@ -3312,6 +3386,7 @@ run_connect(int full)
 	if (!full)
 		return;
 	RUN(accept_defaults_grant_what_was_asked);
+	RUN(connect_defaults_as_librdmacm);
 	RUN(destroyed_id_takes_its_events);
 	RUN(get_event_on_destroyed_channel_sleeps);
 }

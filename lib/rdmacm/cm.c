@@ -1157,6 +1157,7 @@ passive_id(struct cma_id *l, struct cma_dev *d, const union ibv_gid *src,
 	l->pending++;
 	c->dev = d;
 	c->id.verbs = d->verbs;
+	c->id.pd = d->pd;
 	c->id.port_num = 1;
 	c->bound = 1;
 	memcpy(&c->id.route.addr.src_storage, da, sizeof(*da));
@@ -1370,6 +1371,11 @@ on_rep(const uint8_t *mad)
 	c->remote_qpn = m.local_qpn;
 	c->remote_psn = m.starting_psn;
 	c->peer_resp_res = m.responder_resources;
+	/* How often this side retries after an RNR NAK is the passive
+	 * side's to say: the REP's RNR Retry Count, as the REQ's was the
+	 * passive side's (the Linux CM sets it so).
+	 */
+	c->rnr_retry = m.rnr_retry_count;
 	if (c->id.qp == NULL) {
 		c->state = CS_REP_RCVD;
 		e = cma_event_new(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);

@@ -253,6 +253,13 @@ cma_event_new(struct cma_id *c, enum rdma_cm_event_type t, int status)
 void
 cma_event_post(struct cma_id *c, struct cma_event *e)
 {
+	/* A destroyed channel takes nothing more: closing the kernel's
+	 * rdma_cm fd ends its ids' events too (its ids stay, silent).
+	 */
+	if (c->chan->dead) {
+		free(e);
+		return;
+	}
 	TAILQ_INSERT_TAIL(&c->chan->events, e, link);
 	count_up(c->chan);
 	pthread_cond_signal(&c->chan->cond);
@@ -537,6 +544,7 @@ bind_dev(struct cma_id *c, struct cma_dev *d, int gidx)
 {
 	c->dev = d;
 	c->id.verbs = d->verbs;
+	c->id.pd = d->pd;	/* as librdmacm: rdma_reg_msgs() before a QP */
 	c->id.port_num = 1;
 	c->sgid_index = (uint8_t)gidx;
 	c->mtu = d->mtu;
@@ -931,10 +939,17 @@ rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	struct rdma_conn_param p = { 0 };
 	int err = 0;
 
-	if (conn_param != NULL)
+	if (conn_param != NULL) {
 		p = *conn_param;
-	else
+	} else {
+		/* librdmacm's defaults: the device's READ/atomic limits
+		 * both ways, and every retry there is.
+		 */
+		p.initiator_depth = RDMA_MAX_INIT_DEPTH;
+		p.responder_resources = RDMA_MAX_RESP_RES;
 		p.retry_count = 7;
+		p.rnr_retry_count = 7;
+	}
 	pthread_mutex_lock(&cma.lock);
 	if (c->state != CS_ROUTE_RESOLVED) {
 		err = EINVAL;
