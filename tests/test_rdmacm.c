@@ -541,6 +541,27 @@ destroy_brings_no_event(void)
 }
 
 /*
+ * Both channels, a listener on 127.0.0.1:@port, an active id with a QP
+ * that connects with @p (NULL: librdmacm's defaults): the listener's
+ * CONNECT_REQUEST, not yet acknowledged (C.pas its id).
+ */
+static struct rdma_cm_event *
+requested(uint16_t port, struct rdma_conn_param *p)
+{
+	struct rdma_cm_event *ev;
+
+	channels_open();
+	listen_on(port);
+	active_resolved(port);
+	memory_open(C.act->verbs);
+	qp_on(C.act, C.acq);
+	CHECK(rdma_connect(C.act, p) == 0, "rdma_connect: errno %d", errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	return ev;
+}
+
+/*
  * rdma_accept(id, NULL) grants what the request asked for (librdmacm:
  * the CONNECT_REQUEST event's values, capped by the device): responder
  * resources for the READs the peer will issue, and the other way round.
@@ -556,14 +577,7 @@ accept_defaults_grant_what_was_asked(void)
 	struct rdma_cm_event *ev;
 	uint8_t resp, init;
 
-	channels_open();
-	listen_on(PORT + 1);
-	active_resolved(PORT + 1);
-	memory_open(C.act->verbs);
-	qp_on(C.act, C.acq);
-	CHECK(rdma_connect(C.act, &p) == 0, "rdma_connect: errno %d", errno);
-	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
-	C.pas = ev->id;
+	ev = requested(PORT + 1, &p);
 	CHECK(ev->param.conn.responder_resources == ACT_INIT_DEPTH &&
 	      ev->param.conn.initiator_depth == 0, "request: %u/%u",
 	      ev->param.conn.responder_resources,
@@ -605,19 +619,11 @@ connect_defaults_as_librdmacm(void)
 	struct rdma_cm_event *ev;
 	struct ibv_qp_attr qa;
 
-	channels_open();
-	listen_on(PORT + 2);
+	ev = requested(PORT + 2, NULL);
 	CHECK(C.listen->pd != NULL && C.listen->pd->context == C.listen->verbs,
 	      "a bound id has no PD");
-	active_resolved(PORT + 2);
 	CHECK(C.act->pd != NULL, "a resolved id has no PD");
 	CHECK(ibv_query_device(C.act->verbs, &da) == 0, "query_device");
-	memory_open(C.act->verbs);
-	qp_on(C.act, C.acq);
-	CHECK(rdma_connect(C.act, NULL) == 0, "rdma_connect(NULL): errno %d",
-	      errno);
-	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
-	C.pas = ev->id;
 	CHECK(C.pas->pd != NULL, "a requested id has no PD");
 	CHECK(ev->param.conn.responder_resources == da.max_qp_init_rd_atom &&
 	      ev->param.conn.initiator_depth == da.max_qp_rd_atom &&
@@ -656,6 +662,90 @@ connect_defaults_as_librdmacm(void)
 	      rdma_destroy_id(C.listen) == 0, "destroy ids");
 	memory_close();
 	rdma_destroy_event_channel(C.ach);
+	memset(&C, 0, sizeof(C));
+}
+
+/* An event thread that takes the next event and holds it 300 ms. */
+static struct {
+	struct rdma_event_channel *ch;
+	volatile int took, acked;
+} holder;
+
+static void *
+hold_event(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	CHECK(rdma_get_cm_event(holder.ch, &ev) == 0, "get_cm_event");
+	holder.took = 1;
+	usleep(300000);
+	holder.acked = 1;
+	rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+/*
+ * rdma_destroy_id returns once the events it handed out for the id are
+ * acknowledged, as librdmacm's does: a main thread destroying the id
+ * whose DISCONNECTED an event thread still handles (rping) waits for the
+ * ack instead of freeing the id under it. A thread that destroys an id
+ * whose event it holds itself would wait for ever there; dpib goes on
+ * after 2 s.
+ */
+static void
+destroy_waits_for_acks(void)
+{
+	struct sockaddr_in d = loopback(PORT);
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+	pthread_t t;
+	double t0, took;
+
+	ack(requested(PORT + 3, NULL));
+	qp_on(C.pas, NULL);
+	CHECK(rdma_accept(C.pas, NULL) == 0, "rdma_accept: errno %d", errno);
+	ack(expect(C.ach, RDMA_CM_EVENT_ESTABLISHED, C.act, EV_WAIT));
+	ack(expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT));
+	read_over(11);	/* cm_dissect: a request between RTU and DREQ */
+	holder.ch = C.pch;
+	holder.took = holder.acked = 0;
+	CHECK(pthread_create(&t, NULL, hold_event, NULL) == 0, "thread");
+	CHECK(rdma_disconnect(C.act) == 0, "disconnect: errno %d", errno);
+	t0 = check_now();
+	while (!holder.took && check_now() < t0 + 5)
+		usleep(1000);
+	CHECK(holder.took, "no DISCONNECTED for the event thread");
+	rdma_destroy_qp(C.pas);
+	t0 = check_now();
+	CHECK(rdma_destroy_id(C.pas) == 0, "destroy passive id");
+	took = check_now() - t0;
+	CHECK(holder.acked, "destroy returned %.3f s in, before the event "
+	      "thread acknowledged the id's event", took);
+	pthread_join(t, NULL);
+	/* Its own unacknowledged event: bounded (a channel of its own: the
+	 * active side's DISCONNECTED may still come on C.ach).
+	 */
+	ch = rdma_create_event_channel();
+	CHECK(ch != NULL && rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0,
+	      "id");
+	CHECK(rdma_resolve_addr(id, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	ev = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, id, EV_WAIT);
+	t0 = check_now();
+	CHECK(rdma_destroy_id(id) == 0, "destroy with its event held");
+	took = check_now() - t0;
+	CHECK(took > 1.5 && took < 5, "destroy with its own event held took "
+	      "%.2f s, want about 2", took);
+	ack(ev);
+	rdma_destroy_event_channel(ch);
+	rdma_destroy_qp(C.act);
+	CHECK(rdma_destroy_id(C.act) == 0 && rdma_destroy_id(C.listen) == 0,
+	      "destroy ids");
+	memory_close();
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
 	memset(&C, 0, sizeof(C));
 }
 
@@ -3387,6 +3477,7 @@ run_connect(int full)
 		return;
 	RUN(accept_defaults_grant_what_was_asked);
 	RUN(connect_defaults_as_librdmacm);
+	RUN(destroy_waits_for_acks);
 	RUN(destroyed_id_takes_its_events);
 	RUN(get_event_on_destroyed_channel_sleeps);
 }

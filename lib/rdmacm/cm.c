@@ -45,6 +45,7 @@
 
 struct cma cma = {
 	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.acked = PTHREAD_COND_INITIALIZER,
 	.ids = TAILQ_HEAD_INITIALIZER(cma.ids),
 	.kick_fd = -1,
 	.epfd = -1,

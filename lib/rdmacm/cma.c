@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 
@@ -299,7 +300,10 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 	if (e != NULL) {
 		TAILQ_REMOVE(&ch->events, e, link);
 		count_down(ch);
-		e->owner->events_out++;
+		e->counted = e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+			     e->owner->listener != NULL ?
+			     e->owner->listener : e->owner;
+		e->counted->events_out++;
 		TAILQ_INSERT_TAIL(&handed_out, e, link);
 	}
 	pthread_mutex_unlock(&cma.lock);
@@ -318,8 +322,10 @@ rdma_ack_cm_event(struct rdma_cm_event *event)
 		return ERR(EINVAL);
 	pthread_mutex_lock(&cma.lock);
 	TAILQ_REMOVE(&handed_out, e, link);
-	if (e->owner != NULL && e->owner->events_out > 0)
-		e->owner->events_out--;
+	if (e->counted != NULL && e->counted->events_out > 0) {
+		e->counted->events_out--;
+		pthread_cond_broadcast(&cma.acked);
+	}
 	pthread_mutex_unlock(&cma.lock);
 	free(e);
 	return 0;
@@ -449,6 +455,31 @@ mc_leave_all(struct cma_id *c)
 	}
 }
 
+/*
+ * librdmacm's rdma_destroy_id returns once every event it handed out for
+ * the id is acknowledged: an event thread still handling the id's last
+ * event (rping's, a DISCONNECTED, while its main thread destroys the id)
+ * never reads a freed id. The wait is bounded here (ACK_WAIT_S): a thread
+ * that destroys an id whose event it holds itself would wait for ever
+ * under librdmacm; here it goes on after that, and the event, ownerless,
+ * is freed at its acknowledgement.
+ */
+#define ACK_WAIT_S	2
+
+static void
+ack_wait(struct cma_id *c)
+{
+	struct timespec until;
+
+	if (c->events_out == 0)
+		return;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ACK_WAIT_S;
+	while (c->events_out > 0 &&
+	       pthread_cond_timedwait(&cma.acked, &cma.lock, &until) == 0)
+		;
+}
+
 int
 rdma_destroy_id(struct rdma_cm_id *id)
 {
@@ -461,6 +492,7 @@ rdma_destroy_id(struct rdma_cm_id *id)
 		id->event = NULL;
 	}
 	pthread_mutex_lock(&cma.lock);
+	ack_wait(c);
 	c->destroying = 1;
 	cm_id_detach(c);
 	mc_leave_all(c);
@@ -480,9 +512,12 @@ rdma_destroy_id(struct rdma_cm_id *id)
 		count_down(c->chan);
 		free(e);
 	}
-	TAILQ_FOREACH(e, &handed_out, link)
+	TAILQ_FOREACH(e, &handed_out, link) {
 		if (e->owner == c)
 			e->owner = NULL;
+		if (e->counted == c)
+			e->counted = NULL;
+	}
 	if (c->sync)
 		sync_ch = c->chan;
 	cma_id_free(c);

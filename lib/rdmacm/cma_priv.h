@@ -154,7 +154,10 @@ struct cma_id {
 struct cma_event {
 	struct rdma_cm_event ev;	/* first: rdma_ack_cm_event's pointer */
 	TAILQ_ENTRY(cma_event) link;
-	struct cma_id *owner;		/* the id whose count the event holds */
+	struct cma_id *owner;		/* the id the event is about */
+	struct cma_id *counted;		/* handed out: the id whose events_out
+					 * it holds (a CONNECT_REQUEST: its
+					 * listener's, as librdmacm counts) */
 	uint8_t pdata[CMA_MAX_PDATA];
 };
 
@@ -175,6 +178,7 @@ struct cma_chan {
 
 struct cma {
 	pthread_mutex_t lock;
+	pthread_cond_t acked;		/* an event handed out was acknowledged */
 	int ready;
 	int stopping;			/* the process exits (cm_fini) */
 	pid_t pid;			/* the process that started the CM */
