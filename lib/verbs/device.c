@@ -245,7 +245,6 @@ dpib_query_port_ex(struct ibv_context *ctx, uint8_t port,
 		memset(attr, 0, len);
 	if (port != 1)
 		return EINVAL;
-	memset(&full, 0, sizeof(full));
 	ib_dev_query_port(ctx_hw(ctx), &full);
 	memcpy(attr, &full, RTE_MIN(len, sizeof(full)));
 	return 0;

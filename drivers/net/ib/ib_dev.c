@@ -270,15 +270,22 @@ memif_stale_socket(const char *args)
 	close(s);
 }
 
+/* Is @port's link up now (without waiting for it)? */
+static int
+link_is_up(uint16_t port)
+{
+	struct rte_eth_link link;
+
+	return rte_eth_link_get_nowait(port, &link) == 0 &&
+	       link.link_status == RTE_ETH_LINK_UP;
+}
+
 /* Up to @ms for the port's link; 1 when it came up. */
 static int
 link_up_within(uint16_t port, uint32_t ms)
 {
-	struct rte_eth_link link;
-
 	for (;;) {
-		if (rte_eth_link_get_nowait(port, &link) == 0 &&
-		    link.link_status == RTE_ETH_LINK_UP)
+		if (link_is_up(port))
 			return 1;
 		if (ms-- == 0)
 			return 0;
@@ -386,26 +393,18 @@ hca_port_linked(struct ib_dev *dev)
  * QPs (the engines start with the first QP). A flap shorter than that
  * period can go unseen.
  */
-static int
-link_is_up(const struct ib_dev *dev)
-{
-	struct rte_eth_link link;
-
-	return rte_eth_link_get_nowait(dev->port_id, &link) == 0 &&
-	       link.link_status == RTE_ETH_LINK_UP;
-}
-
 static int watch_stopped;	/* the process is exiting: ports close */
 
 static void
 port_watch(void *arg)
 {
 	struct ib_dev *dev = arg;
-	int up = link_is_up(dev);
 	uint32_t i;
+	int up;
 
 	if (__atomic_load_n(&watch_stopped, __ATOMIC_ACQUIRE))
 		return;
+	up = link_is_up(dev->port_id);
 	rte_spinlock_lock(&dev->port_ev_lock);
 	if (up != dev->port_up) {
 		dev->port_up = (uint8_t)up;
@@ -442,7 +441,7 @@ hca_port_events(struct ib_dev *dev, struct ib_evq *async, int on)
 			ret = -ENOSPC;
 		} else {
 			if (dev->nport_ev == 0)
-				dev->port_up = (uint8_t)link_is_up(dev);
+				dev->port_up = (uint8_t)link_is_up(dev->port_id);
 			dev->port_ev[dev->nport_ev++] = async;
 			if (!dev->port_watching)
 				dev->port_watching = rte_eal_alarm_set(

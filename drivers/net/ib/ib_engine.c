@@ -1383,6 +1383,16 @@ hca_engine_lend(struct ib_dev *dev, void (*fn)(void *), void *arg)
  * in motion (a drain, a flush) then happens at once in inline mode, as it
  * would on an engine lcore.
  */
+/* @fn with every engine standing still: on the one engine, or all parked. */
+static void
+engines_still(void (*fn)(void *), void *arg)
+{
+	if (eng.n == 1)
+		engine_call(&engines[0], fn, arg);
+	else
+		world_stopped(fn, arg);
+}
+
 int
 ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 {
@@ -1393,10 +1403,7 @@ ib_engine_exec(struct ib_dev *dev, void (*fn)(void *), void *arg)
 		fn(arg);
 		return 0;
 	}
-	if (eng.n == 1)
-		engine_call(&engines[0], fn, arg);
-	else
-		world_stopped(fn, arg);
+	engines_still(fn, arg);
 	if (ib_engine_inline)
 		for (i = 0; i < IB_INLINE_PASSES && ib_engine_progress(); i++)
 			;
@@ -1445,12 +1452,11 @@ unmap_fenced(void *arg)
 void
 ib_engine_unmap_fence(void)
 {
-	if (!eng.launched || !rte_thread_is_intr())
-		return;
-	if (eng.n == 1)
-		engine_call(&engines[0], unmap_fenced, NULL);
-	else
-		world_stopped(unmap_fenced, NULL);
+	/* Not ib_engine_exec: its inline passes afterwards would run on
+	 * the interrupt thread.
+	 */
+	if (eng.launched && rte_thread_is_intr())
+		engines_still(unmap_fenced, NULL);
 }
 
 static void
