@@ -80,6 +80,8 @@ req_fill(struct cm_req *m)
 	path_fill(&m->primary, 0);
 	path_fill(&m->alternate, 1);
 	fill(m->private_data, CM_REQ_PDATA, 0x80);
+	m->ece_vendor_id = 0x02c9a5;
+	m->ece_options = 0x0b0c0d0e;
 }
 
 static void
@@ -125,6 +127,8 @@ rep_fill(struct cm_rep *m)
 	m->srq = 1;
 	m->local_ca_guid = UINT64_C(0x8877665544332211);
 	fill(m->private_data, CM_REP_PDATA, 0x44);
+	m->ece_vendor_id = 0x1d2e3f;
+	m->ece_options = 0x5a6b7c8d;
 }
 
 static void
@@ -189,14 +193,18 @@ data_bits_set(const uint8_t *mad)
 	return n;
 }
 
-/* The header every pack writes (IBA 13.4.2), attribute @attr. */
+/*
+ * The header every pack writes (IBA 13.4.2), attribute @attr, attribute
+ * modifier @mod (the ECE options of a REQ or REP, 0 in any other).
+ */
 static void
-check_hdr(const uint8_t *mad, uint16_t attr)
+check_hdr_mod(const uint8_t *mad, uint16_t attr, uint32_t mod)
 {
 	const uint8_t want[CM_MAD_HDR_LEN] = {
 		0x01, 0x07, 0x02, 0x03, 0, 0, 0, 0,
 		0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef,
-		attr >> 8, attr & 0xff, 0, 0, 0, 0, 0, 0,
+		attr >> 8, attr & 0xff, 0, 0,
+		mod >> 24, (mod >> 16) & 0xff, (mod >> 8) & 0xff, mod & 0xff,
 	};
 	unsigned int i;
 
@@ -205,50 +213,59 @@ check_hdr(const uint8_t *mad, uint16_t attr)
 		      i, mad[i], want[i]);
 }
 
+static void
+check_hdr(const uint8_t *mad, uint16_t attr)
+{
+	check_hdr_mod(mad, attr, 0);
+}
+
 /*
  * Pack, check the header, unpack, compare; then pack the message with
  * every member all ones and count the data area's set bits against the
  * sum of the table's field widths (@bits).
  */
-#define ROUNDTRIP(type, fillfn, attr, bits, ones_rc) do { \
+#define ROUNDTRIP(type, fillfn, attr, bits, ones_rc) \
+	ROUNDTRIP_MOD(type, fillfn, attr, bits, ones_rc, 0, 0)
+#define ROUNDTRIP_MOD(type, fillfn, attr, bits, ones_rc, mod, ones_mod) do { \
 	struct cm_##type a, b; \
 	uint8_t mad[CM_MAD_LEN]; \
 	fillfn(&a); \
 	memset(mad, 0xee, sizeof(mad)); \
 	cm_##type##_pack(&a, TID, mad); \
-	check_hdr(mad, attr); \
+	check_hdr_mod(mad, attr, mod); \
 	CHECK(cm_##type##_unpack(mad, &b) == 0, #type " unpack"); \
 	CHECK(memcmp(&a, &b, sizeof(a)) == 0, #type " differs after unpack"); \
 	memset(&a, 0xff, sizeof(a)); \
 	cm_##type##_pack(&a, TID, mad); \
-	check_hdr(mad, attr); \
+	check_hdr_mod(mad, attr, ones_mod); \
 	CHECK(data_bits_set(mad) == (bits), #type " all ones: %u bits set," \
 	      " the table has %u", data_bits_set(mad), (unsigned int)(bits)); \
 	CHECK(cm_##type##_unpack(mad, &b) == (ones_rc), #type " rc"); \
 } while (0)
 
 /*
- * IBA Table 99: the 52 bytes before the paths hold 8 reserved bytes, each
- * 44-byte path 12 reserved bits.
+ * IBA Table 99: the 52 bytes before the paths hold 8 reserved bytes (3 of
+ * them the Linux CM's ECE vendor ID), each 44-byte path 12 reserved bits.
  */
 #define REQ_PATH_BITS	(16 + 16 + 128 + 128 + 20 + 6 + 8 + 8 + 4 + 1 + 5)
-#define REQ_BITS	(32 + 64 + 64 + 32 + 24 + 8 + 24 + 8 + 24 + 5 + 2 + \
+#define REQ_BITS	(32 + 24 + 64 + 64 + 32 + 24 + 8 + 24 + 8 + 24 + 5 + 2 + \
 			 1 + 24 + 5 + 3 + 16 + 4 + 1 + 3 + 4 + 1 + 3 + \
 			 2 * REQ_PATH_BITS + CM_REQ_PDATA * 8)
 
 static void
 roundtrip_every_message(void)
 {
-	ROUNDTRIP(req, req_fill, CM_ATTR_REQ, REQ_BITS, 0);
+	ROUNDTRIP_MOD(req, req_fill, CM_ATTR_REQ, REQ_BITS, 0, 0x0b0c0d0e,
+		      0xffffffff);
 	ROUNDTRIP(mra, mra_fill, CM_ATTR_MRA,
 		  32 + 32 + 2 + 5 + CM_MRA_PDATA * 8, 0);
 	/* All ones claims 127 bytes of ARI: refused, as documented. */
 	ROUNDTRIP(rej, rej_fill, CM_ATTR_REJ,
 		  32 + 32 + 2 + 7 + 16 + (CM_REJ_ARI + CM_REJ_PDATA) * 8,
 		  -EINVAL);
-	ROUNDTRIP(rep, rep_fill, CM_ATTR_REP,
-		  32 + 32 + 32 + 24 + 24 + 24 + 8 + 8 + 5 + 2 + 1 + 3 + 1 +
-		  64 + CM_REP_PDATA * 8, 0);
+	ROUNDTRIP_MOD(rep, rep_fill, CM_ATTR_REP,
+		      32 + 32 + 32 + 24 + 24 + 24 + 24 + 8 + 8 + 5 + 2 + 1 + 3 +
+		      1 + 64 + CM_REP_PDATA * 8, 0, 0x5a6b7c8d, 0xffffffff);
 	ROUNDTRIP(rtu, rtu_fill, CM_ATTR_RTU, 32 + 32 + CM_RTU_PDATA * 8, 0);
 	ROUNDTRIP(dreq, dreq_fill, CM_ATTR_DREQ,
 		  32 + 32 + 24 + CM_DREQ_PDATA * 8, 0);
@@ -297,9 +314,9 @@ req_bytes_match_table(void)
 
 	req_fill(&m);
 	cm_req_pack(&m, TID, mad);
-	check_hdr(mad, CM_ATTR_REQ);
-	BYTES(mad, 0, "local comm ID, reserved", 0x11, 0x22, 0x33, 0x44,
-	      0, 0, 0, 0);
+	check_hdr_mod(mad, CM_ATTR_REQ, 0x0b0c0d0e);
+	BYTES(mad, 0, "local comm ID, reserved, ECE vendor ID", 0x11, 0x22,
+	      0x33, 0x44, 0, 0x02, 0xc9, 0xa5);
 	BYTES(mad, 8, "service ID", 1, 2, 3, 4, 5, 6, 7, 8);
 	BYTES(mad, 16, "local CA GUID, reserved, Q_Key",
 	      0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18,
@@ -341,12 +358,13 @@ rep_bytes_match_table(void)
 
 	rep_fill(&m);
 	cm_rep_pack(&m, TID, mad);
-	check_hdr(mad, CM_ATTR_REP);
+	check_hdr_mod(mad, CM_ATTR_REP, 0x5a6b7c8d);
 	BYTES(mad, 0, "comm IDs", 0x51, 0x52, 0x53, 0x54,
 	      0x11, 0x22, 0x33, 0x44);
 	BYTES(mad, 8, "Q_Key", 0x61, 0x62, 0x63, 0x64);
-	BYTES(mad, 12, "QPN, EECN, PSN, each with a reserved byte",
-	      0x9a, 0xbc, 0xde, 0, 0xa5, 0xa6, 0xa7, 0, 0xc0, 0xff, 0xee, 0);
+	BYTES(mad, 12, "QPN, EECN, PSN, each with a byte of the ECE vendor ID",
+	      0x9a, 0xbc, 0xde, 0x1d, 0xa5, 0xa6, 0xa7, 0x2e,
+	      0xc0, 0xff, 0xee, 0x3f);
 	/* 10101 10 1: ACK delay 0x15, failover 2, E2E; 111 1 0000: RNR 7,
 	 * SRQ, 4 reserved bits
 	 */
@@ -717,12 +735,12 @@ ts_compare(const char *what, const struct ts_field *f, const char *val)
 /*
  * Run tshark on @pcap for the one frame @filter selects and compare each
  * of @f with its field, after the BTH's QP and the MAD header (attribute
- * @attr); tshark must find the frame neither malformed nor worth an
+ * @attr, modifier @mod: a REQ's or REP's ECE options); tshark must find the frame neither malformed nor worth an
  * expert note.
  */
 static void
 ts_check(const char *pcap, const char *what, const char *filter,
-	 uint16_t attr, const struct ts_field *f, unsigned int n)
+	 uint16_t attr, uint32_t mod, const struct ts_field *f, unsigned int n)
 {
 	const struct ts_field hdr[] = {
 		NUM("infiniband.bth.destqp", 1),
@@ -734,7 +752,7 @@ ts_check(const char *pcap, const char *what, const char *filter,
 		NUM("infiniband.mad.classspecific", 0),
 		NUM("infiniband.mad.transactionid", TID),
 		NUM("infiniband.mad.attributeid", attr),
-		NUM("infiniband.mad.attributemodifier", 0),
+		NUM("infiniband.mad.attributemodifier", mod),
 	};
 	const unsigned int nhdr = sizeof(hdr) / sizeof(hdr[0]);
 	const unsigned int nf = 2 + nhdr + n;
@@ -871,7 +889,7 @@ ts_req(const char *pcap, const struct cm_req *m, int v6)
 	ts_check(pcap, v6 ? "REQ over IPv6" : "REQ",
 		 v6 ? "infiniband.mad.attributeid == 0x0010 && ipv6" :
 		      "infiniband.mad.attributeid == 0x0010 && ip",
-		 CM_ATTR_REQ, f, sizeof(f) / sizeof(f[0]));
+		 CM_ATTR_REQ, m->ece_options, f, sizeof(f) / sizeof(f[0]));
 }
 
 static void
@@ -899,7 +917,7 @@ ts_rep(const char *pcap, const struct cm_rep *m)
 	};
 
 	ts_check(pcap, "REP", "infiniband.mad.attributeid == 0x0013",
-		 CM_ATTR_REP, f, sizeof(f) / sizeof(f[0]));
+		 CM_ATTR_REP, m->ece_options, f, sizeof(f) / sizeof(f[0]));
 }
 
 static void
@@ -919,7 +937,7 @@ ts_rej(const char *pcap, const struct cm_rej *m)
 	};
 
 	ts_check(pcap, "REJ", "infiniband.mad.attributeid == 0x0012",
-		 CM_ATTR_REJ, f, sizeof(f) / sizeof(f[0]));
+		 CM_ATTR_REJ, 0, f, sizeof(f) / sizeof(f[0]));
 }
 
 static void
@@ -948,11 +966,11 @@ ts_rtu_dreq_drep(const char *pcap, const struct cm_rtu *rtu,
 	};
 
 	ts_check(pcap, "RTU", "infiniband.mad.attributeid == 0x0014",
-		 CM_ATTR_RTU, frtu, 3);
+		 CM_ATTR_RTU, 0, frtu, 3);
 	ts_check(pcap, "DREQ", "infiniband.mad.attributeid == 0x0015",
-		 CM_ATTR_DREQ, fdreq, 4);
+		 CM_ATTR_DREQ, 0, fdreq, 4);
 	ts_check(pcap, "DREP", "infiniband.mad.attributeid == 0x0016",
-		 CM_ATTR_DREP, fdrep, 3);
+		 CM_ATTR_DREP, 0, fdrep, 3);
 }
 
 /*
@@ -972,7 +990,7 @@ ts_undissected(const char *pcap, const char *what, uint16_t attr,
 
 	snprintf(filter, sizeof(filter), "infiniband.mad.attributeid == 0x%04x",
 		 attr);
-	ts_check(pcap, what, filter, attr, f, 1);
+	ts_check(pcap, what, filter, attr, 0, f, 1);
 }
 
 static int

@@ -665,6 +665,116 @@ connect_defaults_as_librdmacm(void)
 	memset(&C, 0, sizeof(C));
 }
 
+/*
+ * ECE (enhanced connection establishment) as librdmacm carries it over the
+ * Linux CM:
+ *  - rdma_set_local_ece refuses a zero vendor ID, a comp_mask and an id
+ *    with a QP (EINVAL); what it set goes out in the REQ, and the
+ *    request's id reads it with rdma_get_remote_ece;
+ *  - rdma_reject_ece rejects with IBA reason 35 (vendor option not
+ *    supported);
+ *  - the REP echoes the REQ's vendor ID with the passive side's own
+ *    options, which the active side reads from CONNECT_RESPONSE on;
+ *  - rdma_create_qp drops the id's ECE: a dpib QP has none, as an rxe
+ *    QP has none.
+ * The ids have no QPs (the REQ and REP name @qpn), as ECE needs: once an
+ * id has a QP its ECE is the QP's.
+ */
+static void
+ece_as_librdmacm(void)
+{
+	struct ibv_ece e = { .vendor_id = 0x02c9, .options = 0x1234 }, bad, r;
+	struct rdma_conn_param p = { .retry_count = 7, .rnr_retry_count = 7,
+				     .qp_num = 0x123 };
+	struct rdma_cm_event *ev;
+
+	channels_open();
+	listen_on(PORT + 3);
+	active_resolved(PORT + 3);
+	bad = e;
+	bad.vendor_id = 0;
+	CHECK(rdma_set_local_ece(C.act, &bad) != 0 && errno == EINVAL,
+	      "vendor ID 0 taken");
+	bad = e;
+	bad.comp_mask = 1;
+	CHECK(rdma_set_local_ece(C.act, &bad) != 0 && errno == EINVAL,
+	      "comp_mask taken");
+	CHECK(rdma_set_local_ece(C.act, &e) == 0, "set_local_ece: errno %d",
+	      errno);
+	CHECK(rdma_connect(C.act, &p) == 0, "rdma_connect: errno %d", errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	memset(&r, 0xa5, sizeof(r));
+	CHECK(rdma_get_remote_ece(C.pas, &r) == 0 && r.vendor_id == 0x02c9 &&
+	      r.options == 0x1234 && r.comp_mask == 0,
+	      "the request's ECE: vendor 0x%x options 0x%x", r.vendor_id,
+	      r.options);
+	ack(ev);
+	CHECK(rdma_reject_ece(C.pas, NULL, 0) == 0, "reject_ece: errno %d",
+	      errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_REJECTED, C.act, EV_WAIT);
+	CHECK(ev->status == 35, "status %d, want 35", ev->status);
+	ack(ev);
+	CHECK(rdma_destroy_id(C.pas) == 0 && rdma_destroy_id(C.act) == 0,
+	      "destroy");
+
+	/* Accepted: the REP carries the vendor ID back, our options. */
+	active_resolved(PORT + 3);
+	CHECK(rdma_set_local_ece(C.act, &e) == 0, "set_local_ece: errno %d",
+	      errno);
+	CHECK(rdma_connect(C.act, &p) == 0, "rdma_connect: errno %d", errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	ack(ev);
+	e.options = 0x77;
+	CHECK(rdma_set_local_ece(C.pas, &e) == 0, "passive set_local_ece");
+	p.qp_num = 0x456;
+	CHECK(rdma_accept(C.pas, &p) == 0, "rdma_accept: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_CONNECT_RESPONSE, C.act, EV_WAIT);
+	ack(ev);
+	CHECK(rdma_get_remote_ece(C.act, &r) == 0 && r.vendor_id == 0x02c9 &&
+	      r.options == 0x77, "the reply's ECE: vendor 0x%x options 0x%x",
+	      r.vendor_id, r.options);
+	CHECK(rdma_establish(C.act) == 0, "rdma_establish: errno %d", errno);
+	ack(expect(C.pch, RDMA_CM_EVENT_ESTABLISHED, C.pas, EV_WAIT));
+	CHECK(rdma_disconnect(C.act) == 0, "disconnect: errno %d", errno);
+	ack(expect(C.pch, RDMA_CM_EVENT_DISCONNECTED, C.pas, EV_WAIT));
+	CHECK(rdma_disconnect(C.pas) == 0, "answer: errno %d", errno);
+	ack(expect(C.ach, RDMA_CM_EVENT_DISCONNECTED, C.act, EV_WAIT));
+	ack(expect(C.ach, RDMA_CM_EVENT_TIMEWAIT_EXIT, C.act, EV_WAIT));
+	ack(expect(C.pch, RDMA_CM_EVENT_TIMEWAIT_EXIT, C.pas, EV_WAIT));
+	CHECK(rdma_destroy_id(C.pas) == 0 && rdma_destroy_id(C.act) == 0,
+	      "destroy");
+
+	/* A QP takes the id's ECE away; with one the calls refuse. */
+	active_resolved(PORT + 3);
+	CHECK(rdma_set_local_ece(C.act, &e) == 0, "set_local_ece: errno %d",
+	      errno);
+	memory_open(C.act->verbs);
+	qp_on(C.act, C.acq);
+	CHECK(rdma_set_local_ece(C.act, &e) != 0 && errno == EINVAL,
+	      "set_local_ece with a QP");
+	CHECK(rdma_get_remote_ece(C.act, &r) != 0 && errno == EINVAL,
+	      "get_remote_ece with a QP");
+	p.qp_num = 0;
+	CHECK(rdma_connect(C.act, &p) == 0, "rdma_connect: errno %d", errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	C.pas = ev->id;
+	CHECK(rdma_get_remote_ece(C.pas, &r) == 0 && r.vendor_id == 0 &&
+	      r.options == 0, "ECE after rdma_create_qp: vendor 0x%x "
+	      "options 0x%x", r.vendor_id, r.options);
+	ack(ev);
+	CHECK(rdma_reject(C.pas, NULL, 0) == 0, "reject: errno %d", errno);
+	ack(expect(C.ach, RDMA_CM_EVENT_REJECTED, C.act, EV_WAIT));
+	rdma_destroy_qp(C.act);
+	CHECK(rdma_destroy_id(C.pas) == 0 && rdma_destroy_id(C.act) == 0 &&
+	      rdma_destroy_id(C.listen) == 0, "destroy ids");
+	memory_close();
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
 /* An event thread that takes the next event and holds it 300 ms. */
 static struct {
 	struct rdma_event_channel *ch;
@@ -3503,6 +3613,7 @@ main(int argc, char **argv)
 		RUN(rejected_without_listener);
 		RUN(rejected_by_rdma_reject_with_pdata);
 		RUN(rejected_by_destroying_request);
+		RUN(ece_as_librdmacm);
 	} else if (strcmp(scenario, "unreachable") == 0) {
 		RUN(unreachable_when_every_req_is_lost);
 		RUN(addr_error_for_other_loopback_address);

@@ -651,6 +651,8 @@ cm_send_req(struct cma_id *c, const struct rdma_conn_param *p)
 	m.rnr_retry_count = c->rnr_retry;
 	m.max_cm_retries = CMA_MAX_CM_RETRIES;
 	m.srq = c->id.qp != NULL ? c->id.qp->srq != NULL : !!p->srq;
+	m.ece_vendor_id = c->local_ece.vendor_id;
+	m.ece_options = c->local_ece.options;
 	/* RoCE: no LIDs (permissive), the path is the GIDs */
 	m.primary.local_lid = m.primary.remote_lid = 0xffff;
 	memcpy(m.primary.local_gid, c->dev->gid[c->sgid_index].raw, 16);
@@ -687,6 +689,11 @@ cm_send_rep(struct cma_id *c, const struct rdma_conn_param *p)
 	m.rnr_retry_count = p->rnr_retry_count > 7 ? 7 : p->rnr_retry_count;
 	m.srq = c->id.qp != NULL ? c->id.qp->srq != NULL : !!p->srq;
 	m.local_ca_guid = be64toh(c->dev->guid);
+	/* ECE: the vendor ID the REQ came with, our own options (as
+	 * librdmacm answers).
+	 */
+	m.ece_vendor_id = c->remote_ece.vendor_id;
+	m.ece_options = c->local_ece.options;
 	if (p->private_data_len)
 		memcpy(m.private_data, p->private_data, p->private_data_len);
 	cm_rep_pack(&m, c->tid, c->msg);
@@ -1326,6 +1333,8 @@ on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 	c->local_ack_timeout = m.primary.local_ack_timeout;
 	c->cm_timeout = m.local_cm_response_timeout;
 	c->max_cm_retries = m.max_cm_retries;
+	c->remote_ece.vendor_id = m.ece_vendor_id;
+	c->remote_ece.options = m.ece_options;
 	/* Answers go where the REQ came from; the path is the REQ's. */
 	c->hop_limit = m.primary.hop_limit;
 	c->traffic_class = m.primary.traffic_class;
@@ -1377,6 +1386,19 @@ on_rep(const uint8_t *mad)
 	 * passive side's (the Linux CM sets it so).
 	 */
 	c->rnr_retry = m.rnr_retry_count;
+	c->remote_ece.vendor_id = m.ece_vendor_id;
+	c->remote_ece.options = m.ece_options;
+	/* A REP must echo the REQ's ECE vendor ID or carry none: another
+	 * one is a broken handshake, which librdmacm refuses.
+	 */
+	if (m.ece_vendor_id != 0 &&
+	    m.ece_vendor_id != c->local_ece.vendor_id) {
+		c->state = CS_REP_RCVD;
+		(void)cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		c->state = CS_ERROR;
+		cma_report(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL);
+		return;
+	}
 	if (c->id.qp == NULL) {
 		c->state = CS_REP_RCVD;
 		e = cma_event_new(c, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);

@@ -249,6 +249,8 @@ cm_req_pack(const struct cm_req *m, uint64_t tid, uint8_t *buf)
 	path_pack(d + 52, &m->primary);
 	path_pack(d + 96, &m->alternate);
 	memcpy(d + 140, m->private_data, CM_REQ_PDATA);
+	field_put(d, 4, 8, 24, m->ece_vendor_id);
+	put32(buf + 20, m->ece_options);	/* the attribute modifier */
 }
 
 int
@@ -282,6 +284,8 @@ cm_req_unpack(const uint8_t *buf, struct cm_req *m)
 	path_unpack(d + 52, &m->primary);
 	path_unpack(d + 96, &m->alternate);
 	memcpy(m->private_data, d + 140, CM_REQ_PDATA);
+	m->ece_vendor_id = field_get(d, 4, 8, 24);
+	m->ece_options = get32(buf + 20);
 	return 0;
 }
 
@@ -365,6 +369,10 @@ cm_rep_pack(const struct cm_rep *m, uint64_t tid, uint8_t *buf)
 	field_put(d, 24, 27, 1, m->srq);
 	put64(d + 28, m->local_ca_guid);
 	memcpy(d + 36, m->private_data, CM_REP_PDATA);
+	field_put(d, 12, 24, 8, m->ece_vendor_id >> 16);
+	field_put(d, 16, 24, 8, m->ece_vendor_id >> 8);
+	field_put(d, 20, 24, 8, m->ece_vendor_id);
+	put32(buf + 20, m->ece_options);
 }
 
 int
@@ -388,6 +396,9 @@ cm_rep_unpack(const uint8_t *buf, struct cm_rep *m)
 	m->srq = field_get(d, 24, 27, 1);
 	m->local_ca_guid = get64(d + 28);
 	memcpy(m->private_data, d + 36, CM_REP_PDATA);
+	m->ece_vendor_id = field_get(d, 12, 24, 8) << 16 |
+			   field_get(d, 16, 24, 8) << 8 | field_get(d, 20, 24, 8);
+	m->ece_options = get32(buf + 20);
 	return 0;
 }
 

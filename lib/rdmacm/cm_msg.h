@@ -113,6 +113,12 @@ struct cm_req {
 	struct cm_req_path primary;
 	struct cm_req_path alternate;
 	uint8_t private_data[CM_REQ_PDATA];
+	/* Enhanced connection establishment (ECE) as the Linux CM carries
+	 * it: the vendor ID in the reserved 24 bits after the local comm ID,
+	 * the options in the MAD header's attribute modifier.
+	 */
+	uint32_t ece_vendor_id;		/* 24 bits */
+	uint32_t ece_options;
 };
 
 /* MessageReceiptAcknowledgement (IBA 12.6.6, Table 100) */
@@ -161,6 +167,7 @@ enum cm_rej_reason {
 	CM_REJ_INVALID_CLASS_VERSION	= 31,
 	CM_REJ_INVALID_FLOW_LABEL	= 32,
 	CM_REJ_INVALID_ALT_FLOW_LABEL	= 33,
+	CM_REJ_VENDOR_OPTION_NOT_SUPPORTED = 35,	/* rdma_reject_ece */
 };
 struct cm_rej {
 	uint32_t local_comm_id;
@@ -189,6 +196,12 @@ struct cm_rep {
 	uint8_t srq;			/* 1 bit */
 	uint64_t local_ca_guid;
 	uint8_t private_data[CM_REP_PDATA];
+	/* ECE: the vendor ID's three bytes in the reserved bytes after the
+	 * local QPN, EECN and starting PSN (high to low), the options in
+	 * the attribute modifier, as the Linux CM carries them.
+	 */
+	uint32_t ece_vendor_id;		/* 24 bits */
+	uint32_t ece_options;
 };
 
 /* ReadyToUse (12.6.9), DisconnectRequest (12.6.10), DisconnectReply

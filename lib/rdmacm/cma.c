@@ -835,6 +835,13 @@ rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		goto fail_cqs;
 	}
 	c->qp_owned = 1;
+	/* The id's ECE is now its QP's, and a dpib QP has none
+	 * (ibv_query_ece: EOPNOTSUPP): what rdma_set_local_ece set goes, as
+	 * librdmacm drops it for a provider without ECE (rxe).
+	 */
+	pthread_mutex_lock(&cma.lock);
+	memset(&c->local_ece, 0, sizeof(c->local_ece));
+	pthread_mutex_unlock(&cma.lock);
 	return 0;
 
 fail_cqs:
@@ -1089,14 +1096,14 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 }
 
 static int
-reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+reject(struct rdma_cm_id *id, const void *pdata, uint8_t len, uint16_t reason)
 {
 	struct cma_id *c = to_id(id);
 	int err = 0;
 
 	pthread_mutex_lock(&cma.lock);
 	if (c->state == CS_REQ_RCVD && len <= CM_REJ_PDATA) {
-		err = cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, pdata, len);
+		err = cm_send_rej(c, reason, pdata, len);
 		c->state = CS_ERROR;
 	} else if (c->state == CS_SIDR_REQ_RCVD && len <= CM_SIDR_REP_PDATA) {
 		err = cm_send_sidr_rep(c, CM_SIDR_REJECT, pdata, len);
@@ -1113,33 +1120,54 @@ int
 rdma_reject(struct rdma_cm_id *id, const void *private_data,
 	    uint8_t private_data_len)
 {
-	return reject(id, private_data, private_data_len);
+	return reject(id, private_data, private_data_len,
+		      CM_REJ_CONSUMER_DEFINED);
 }
 
+/* A rejection for ECE options this side will not take (IBA reason 35). */
 int
 rdma_reject_ece(struct rdma_cm_id *id, const void *private_data,
 		uint8_t private_data_len)
 {
-	(void)id;
-	(void)private_data;
-	(void)private_data_len;
-	return ERR(EOPNOTSUPP);
+	return reject(id, private_data, private_data_len,
+		      CM_REJ_VENDOR_OPTION_NOT_SUPPORTED);
 }
 
+/*
+ * ECE, as librdmacm keeps it: the options an id's REQ or REP carries,
+ * set before its QP exists (later its QP's own would count, and dpib's
+ * QPs have none), and the peer's, read before the QP too.
+ */
 int
 rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	(void)id;
-	(void)ece;
-	return ERR(EOPNOTSUPP);
+	struct cma_id *c;
+
+	if (id == NULL || id->qp != NULL || ece == NULL ||
+	    ece->vendor_id == 0 || ece->comp_mask != 0)
+		return ERR(EINVAL);
+	c = to_id(id);
+	pthread_mutex_lock(&cma.lock);
+	c->local_ece.vendor_id = ece->vendor_id;
+	c->local_ece.options = ece->options;
+	pthread_mutex_unlock(&cma.lock);
+	return 0;
 }
 
 int
 rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 {
-	(void)id;
-	(void)ece;
-	return ERR(EOPNOTSUPP);
+	struct cma_id *c;
+
+	if (id == NULL || id->qp != NULL || ece == NULL)
+		return ERR(EINVAL);
+	c = to_id(id);
+	pthread_mutex_lock(&cma.lock);
+	ece->vendor_id = c->remote_ece.vendor_id;
+	ece->options = c->remote_ece.options;
+	ece->comp_mask = 0;
+	pthread_mutex_unlock(&cma.lock);
+	return 0;
 }
 
 int

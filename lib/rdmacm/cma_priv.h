@@ -123,6 +123,11 @@ struct cma_id {
 	uint8_t sgid_index;
 	uint8_t hop_limit, traffic_class;
 	uint32_t flow_label;
+	/* ECE (rdma_set_local_ece, rdma_get_remote_ece): dpib's QPs have
+	 * no options (ibv_query_ece: EOPNOTSUPP), so what goes out is what
+	 * the application set, what came in is kept for it to read.
+	 */
+	struct ibv_ece local_ece, remote_ece;
 	struct ibv_ah *ah;		/* to the peer's QP 1 */
 	struct ibv_sa_path_rec path;
 
