@@ -38,6 +38,28 @@ wc_opcode(uint32_t wr_opcode)
 }
 
 /*
+ * The completer moved past WQEs that ended at @last_psn: their slots go
+ * back to the poster, the requester follows if it had gone back before
+ * them, and the per-message state and the transport timer start over for
+ * the next WQE. Once per retired WQE, or once for a run of them
+ * (comp_retire).
+ */
+static inline __attribute__((always_inline)) void
+comp_advance(struct ib_qp *qp, uint32_t last_psn)
+{
+	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
+	ib_req_follow(qp, last_psn);
+	qp->comp.read_off = 0;
+	qp->comp.read_gap = 0;
+	qp->comp.cur.idx = qp->comp.cur.off = 0;
+	qp->comp.retry_left = qp->attr.retry_cnt;
+	if (!ib_sent_any(qp))
+		qp->comp.deadline = 0;
+	else if (qp->timeout_tsc)
+		qp->comp.deadline = ib_qp_now(qp) + qp->timeout_tsc;
+}
+
+/*
  * Retire the WQE at the head of the SQ with @status. The slot is handed
  * back before the completion is visible: a program that posts again as
  * soon as it sees the completion must find the room.
@@ -60,20 +82,11 @@ comp_wqe(struct ib_qp *qp, enum ibv_wc_status status)
 	if (status == IBV_WC_SUCCESS)
 		qp->comp.acked_psn = st->last_psn;
 	qp->comp.wqe_idx++;
-	ib_queue_consume(&qp->sq, qp->comp.wqe_idx);
-	ib_req_follow(qp, st->last_psn);
+	comp_advance(qp, st->last_psn);
 	if (report && ib_cq_push(qp->scq, &wc, 0) == 0 &&
 	    qp->ibv.qp_type == IBV_QPT_UC && ib_engine_inline)
 		__atomic_store_n(&qp->scq->uc_sent, qp->scq->q.prod,
 				 __ATOMIC_RELAXED);	/* ib_cq_linger */
-	qp->comp.read_off = 0;
-	qp->comp.read_gap = 0;
-	qp->comp.cur.idx = qp->comp.cur.off = 0;
-	qp->comp.retry_left = qp->attr.retry_cnt;
-	if (!ib_sent_any(qp))
-		qp->comp.deadline = 0;
-	else if (qp->timeout_tsc)
-		qp->comp.deadline = ib_qp_now(qp) + qp->timeout_tsc;
 }
 
 /*
@@ -127,21 +140,66 @@ response_lost(struct ib_qp *qp, struct ib_swqe_state *st)
  * only advances over what was retired, or into a partly acknowledged
  * message, so that a retransmission starts at the first unacknowledged PSN.
  */
+/* WRITE, SEND and their variants: retired on an ACK, no credit held. */
+#define COMP_PLAIN_OPS	(1u << IBV_WR_RDMA_WRITE | 1u << IBV_WR_RDMA_WRITE_WITH_IMM | \
+			 1u << IBV_WR_SEND | 1u << IBV_WR_SEND_WITH_IMM | \
+			 1u << IBV_WR_SEND_WITH_INV)
+
+/*
+ * Is the head WQE one an ACK up to @psn retires with nothing to report: a
+ * plain one, whole on the wire and covered, successful, unsignaled, and
+ * (UC) with no frame of its still held by the port.
+ */
+static inline int
+comp_silent(const struct ib_qp *qp, const struct ib_swqe_state *st,
+	    const struct ib_send_wqe *w, uint32_t psn)
+{
+	return !(w->flags & IBV_SEND_SIGNALED) && w->opcode < 32 &&
+	       (COMP_PLAIN_OPS >> w->opcode & 1) &&
+	       st->status == IBV_WC_SUCCESS &&
+	       psn_diff(st->last_psn, psn) <= 0 &&
+	       ib_sent_whole(qp, qp->comp.wqe_idx) &&
+	       (qp->ibv.qp_type == IBV_QPT_RC ||
+		!__atomic_load_n(&st->zc, __ATOMIC_ACQUIRE));
+}
+
 static void
 comp_retire(struct ib_qp *qp, uint32_t psn)
 {
+	uint32_t quiet = 0, quiet_psn = 0;
+
 	while (ib_sent_any(qp)) {
 		struct ib_swqe_state *st =
 			&qp->swqe[qp->comp.wqe_idx & qp->sq.mask];
-		int done = ib_sent_whole(qp, qp->comp.wqe_idx);
+		struct ib_send_wqe *w = sq_wqe(qp, qp->comp.wqe_idx);
+		int done;
 
+		/* A stream's WQEs are mostly unsignaled and an ACK covers
+		 * many: those retire in a run, and what comp_wqe does
+		 * after each is done once for the run, before anything
+		 * else happens here (-70 instructions a 64 B WRITE,
+		 * callgrind).
+		 */
+		if (comp_silent(qp, st, w, psn)) {
+			quiet_psn = st->last_psn;
+			qp->comp.wqe_idx++;
+			quiet++;
+			continue;
+		}
+		if (quiet != 0) {
+			qp->comp.acked_psn = quiet_psn;
+			comp_advance(qp, quiet_psn);
+			quiet = 0;
+			continue;	/* the state moved: look again */
+		}
+		done = ib_sent_whole(qp, qp->comp.wqe_idx);
 		if (done && st->status != IBV_WC_SUCCESS) {
 			comp_error(qp, st->status);
 			return;
 		}
 		if (psn_diff(st->first_psn, psn) > 0)
 			return;
-		if (ib_wr_gets_data(sq_wqe(qp, qp->comp.wqe_idx)->opcode)) {
+		if (ib_wr_gets_data(w->opcode)) {
 			/* Its responses come before any ACK past them: an
 			 * ACK beyond means they were lost (IBA 9.7.5.1.2).
 			 */
@@ -168,6 +226,10 @@ comp_retire(struct ib_qp *qp, uint32_t psn)
 			return;
 		}
 		comp_wqe(qp, IBV_WC_SUCCESS);
+	}
+	if (quiet != 0) {
+		qp->comp.acked_psn = quiet_psn;
+		comp_advance(qp, quiet_psn);
 	}
 }
 
