@@ -775,6 +775,61 @@ ece_as_librdmacm(void)
 	memset(&C, 0, sizeof(C));
 }
 
+/*
+ * The listen backlog counts requests not yet handed out, as the kernel's
+ * rdma_ucm does (rdma_get_cm_event gives the place back): with a backlog
+ * of 1, a second request while the first waits in the channel is rejected
+ * (reason 28), and once the first is taken, unanswered, a third finds
+ * room. (dpib counted requests until they were answered: a server that
+ * takes requests and answers them later turned peers away.)
+ */
+static void
+backlog_counts_requests_not_taken(void)
+{
+	struct sockaddr_in s = loopback(PORT + 4);
+	struct rdma_conn_param p = { .retry_count = 7, .rnr_retry_count = 7,
+				     .qp_num = 0x321 };
+	struct rdma_cm_id *act[3], *req[2];
+	struct rdma_cm_event *ev;
+	int i;
+
+	channels_open();
+	CHECK(rdma_create_id(C.pch, &C.listen, &C, RDMA_PS_TCP) == 0 &&
+	      rdma_bind_addr(C.listen, (struct sockaddr *)&s) == 0 &&
+	      rdma_listen(C.listen, 1) == 0, "listener: errno %d", errno);
+	for (i = 0; i < 3; i++) {
+		active_resolved(PORT + 4);
+		act[i] = C.act;
+	}
+	CHECK(rdma_connect(act[0], &p) == 0, "connect 0: errno %d", errno);
+	quiet(C.ach, QUIET_MS);		/* its request waits, not taken */
+	CHECK(rdma_connect(act[1], &p) == 0, "connect 1: errno %d", errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_REJECTED, act[1], EV_WAIT);
+	CHECK(ev->status == CM_REJ_CONSUMER_DEFINED,
+	      "past the backlog: status %d, want 28", ev->status);
+	ack(ev);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	req[0] = ev->id;
+	ack(ev);
+	CHECK(rdma_connect(act[2], &p) == 0, "connect 2: errno %d", errno);
+	ev = expect(C.pch, RDMA_CM_EVENT_CONNECT_REQUEST, NULL, EV_WAIT);
+	req[1] = ev->id;
+	ack(ev);
+	for (i = 0; i < 2; i++)
+		CHECK(rdma_reject(req[i], NULL, 0) == 0, "reject %d", i);
+	for (i = 0; i < 2; i++)
+		ack(expect(C.ach, RDMA_CM_EVENT_REJECTED, act[2 * i], EV_WAIT));
+	quiet_both(QUIET_MS);
+	for (i = 0; i < 2; i++)
+		CHECK(rdma_destroy_id(req[i]) == 0, "destroy request %d", i);
+	for (i = 0; i < 3; i++)
+		CHECK(rdma_destroy_id(act[i]) == 0, "destroy %d", i);
+	CHECK(rdma_destroy_id(C.listen) == 0, "destroy listener");
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
 /* An event thread that takes the next event and holds it 300 ms. */
 static struct {
 	struct rdma_event_channel *ch;
@@ -3614,6 +3669,7 @@ main(int argc, char **argv)
 		RUN(rejected_by_rdma_reject_with_pdata);
 		RUN(rejected_by_destroying_request);
 		RUN(ece_as_librdmacm);
+		RUN(backlog_counts_requests_not_taken);
 	} else if (strcmp(scenario, "unreachable") == 0) {
 		RUN(unreachable_when_every_req_is_lost);
 		RUN(addr_error_for_other_loopback_address);

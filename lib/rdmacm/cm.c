@@ -1302,7 +1302,7 @@ on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 	l = req_listener(d, src, mad, may_wait, &m, &sa, &da, &gidx);
 	if (l == NULL)
 		return;
-	if (l->backlog > 0 && l->pending >= l->backlog) {
+	if (l->pending >= l->backlog) {
 		reject_stranger(d, src, cm_mad_tid(mad), m.local_comm_id,
 				CM_REJ_CONSUMER_DEFINED);
 		return;
@@ -1441,7 +1441,7 @@ on_rtu(const uint8_t *mad)
 }
 
 /* A request stops counting against its listener's backlog once it is
- * answered, withdrawn or gone.
+ * handed out (rdma_get_cm_event), withdrawn or gone.
  */
 void
 cm_release_pending(struct cma_id *c)

@@ -300,6 +300,14 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 	if (e != NULL) {
 		TAILQ_REMOVE(&ch->events, e, link);
 		count_down(ch);
+		/* A request counts against its listener's backlog until it
+		 * is handed out, as in the kernel's rdma_ucm (not until it
+		 * is answered: a server that takes requests and answers them
+		 * later has room for more).
+		 */
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		    e->owner != NULL)
+			cm_release_pending(e->owner);
 		e->counted = e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
 			     e->owner->listener != NULL ?
 			     e->owner->listener : e->owner;
@@ -1027,7 +1035,11 @@ rdma_listen(struct rdma_cm_id *id, int backlog)
 		err = EINVAL;
 	if (!err) {
 		c->state = CS_LISTEN;
-		c->backlog = backlog;
+		/* As the kernel's rdma_ucm: 0, a negative one or one past
+		 * its max_backlog (1024) is 1024.
+		 */
+		c->backlog = backlog > 0 && backlog < CMA_MAX_BACKLOG ?
+			     backlog : CMA_MAX_BACKLOG;
 		cm_listen_started();
 	}
 	pthread_mutex_unlock(&cma.lock);

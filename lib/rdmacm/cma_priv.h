@@ -38,6 +38,7 @@
 #define CMA_HDR_LEN		36	/* RDMA-CM's header in REQ/SIDR_REQ data */
 #define CMA_MAX_CM_RETRIES	15
 #define CMA_TIMEWAIT_MS		200
+#define CMA_MAX_BACKLOG		1024	/* the kernel rdma_ucm's max_backlog */
 
 /* A device as the CM uses it: its context (the one ids hand out as
  * id->verbs), a default PD, and QP 1 with its CQ and receive buffers.
@@ -98,7 +99,8 @@ struct cma_id {
 	int bound;			/* has a local port */
 	int reuseaddr, afonly;
 	uint8_t tos, tos_set, ack_timeout;
-	int backlog, pending;		/* listener: requests not yet taken */
+	int backlog, pending;		/* listener: requests queued and not
+					 * yet handed out */
 	struct cma_id *listener;	/* a request's listening id */
 	int passive;			/* made by a request: shares the
 					 * listener's port, owns none */
