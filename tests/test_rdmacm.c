@@ -3275,11 +3275,19 @@ notify_first_receive_establishes_passive(void)
 	printf("# passive ESTABLISHED %.0f ms after accept (gives up at "
 	       "%.0f ms)\n", took * 1000, NOTIFY_GIVE_UP * 1000);
 	CHECK(took < NOTIFY_GIVE_UP, "established after the REP's retries");
-	/* Established already: nothing to do, no second event. */
-	CHECK(rdma_notify(C.pas, IBV_EVENT_COMM_EST) == 0,
-	      "rdma_notify again: errno %d", errno);
-	CHECK(rdma_notify(C.act, IBV_EVENT_COMM_EST) == 0,
-	      "rdma_notify on the active side: errno %d", errno);
+	/* Established already: EISCONN, as the kernel's ib_cm_notify
+	 * says, and no second event; a LID change is nothing on RoCE; an
+	 * event the CM does not take is EINVAL.
+	 */
+	CHECK(rdma_notify(C.pas, IBV_EVENT_COMM_EST) == -1 && errno == EISCONN,
+	      "rdma_notify again: errno %d, want EISCONN", errno);
+	CHECK(rdma_notify(C.act, IBV_EVENT_COMM_EST) == -1 && errno == EISCONN,
+	      "rdma_notify on the active side: errno %d, want EISCONN",
+	      errno);
+	CHECK(rdma_notify(C.act, IBV_EVENT_LID_CHANGE) == 0,
+	      "LID change: errno %d", errno);
+	CHECK(rdma_notify(C.act, IBV_EVENT_QP_FATAL) == -1 && errno == EINVAL,
+	      "QP fatal: errno %d, want EINVAL", errno);
 	quiet_both(0);
 }
 

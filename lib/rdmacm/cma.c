@@ -1199,8 +1199,13 @@ rdma_establish(struct rdma_cm_id *id)
 	return err ? ERR(err) : 0;
 }
 
-/* The application saw the QP's first packet (IBV_EVENT_COMM_EST): the
- * connection is up although the RTU was lost (IBA 12.6.9).
+/*
+ * An asynchronous event of the id's QP, told to the CM as the kernel's
+ * ib_cm_notify takes it. IBV_EVENT_COMM_EST: the QP saw its first packet,
+ * so the connection is up although the RTU was lost (IBA 12.6.9); EISCONN
+ * once established, EINVAL before a REP went out. A LID change means
+ * nothing on RoCE; a path migration needs an established connection.
+ * Any other event: EINVAL.
  */
 int
 rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
@@ -1208,13 +1213,27 @@ rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	struct cma_id *c = to_id(id);
 	int err = 0;
 
-	if (event != IBV_EVENT_COMM_EST)
-		return 0;
 	pthread_mutex_lock(&cma.lock);
-	if (c->state == CS_REP_SENT)
-		cm_established(c);
-	else if (c->state != CS_ESTABLISHED)
+	switch (event) {
+	case IBV_EVENT_COMM_EST:
+		if (c->state == CS_REP_SENT)
+			cm_established(c);
+		else
+			err = c->state == CS_ESTABLISHED ? EISCONN : EINVAL;
+		break;
+	case IBV_EVENT_LID_CHANGE:
+		if (c->state == CS_IDLE || c->state == CS_ADDR_QUERY ||
+		    c->state == CS_ADDR_RESOLVED || c->state == CS_ROUTE_RESOLVED)
+			err = EINVAL;	/* no CM connection to tell */
+		break;
+	case IBV_EVENT_PATH_MIG:
+		if (c->state != CS_ESTABLISHED)
+			err = EINVAL;
+		break;
+	default:
 		err = EINVAL;
+		break;
+	}
 	pthread_mutex_unlock(&cma.lock);
 	return err ? ERR(err) : 0;
 }
