@@ -43,6 +43,7 @@
 #include <pthread.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/un.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
 #include <rte_malloc.h>
@@ -825,6 +826,50 @@ backlog_counts_requests_not_taken(void)
 	for (i = 0; i < 3; i++)
 		CHECK(rdma_destroy_id(act[i]) == 0, "destroy %d", i);
 	CHECK(rdma_destroy_id(C.listen) == 0, "destroy listener");
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
+/*
+ * rdma_bind_addr's errors as librdmacm and the kernel give them: no
+ * address or one of an unknown family EINVAL (librdmacm's own check); a
+ * port taken at the same address EADDRINUSE, where either address is the
+ * wildcard EADDRNOTAVAIL (cma_check_port); an address of no device
+ * EADDRNOTAVAIL.
+ */
+static void
+bind_errors_as_the_kernel(void)
+{
+	struct sockaddr_in s = loopback(PORT + 5), any = s, far = s;
+	struct sockaddr_un un = { .sun_family = AF_UNIX };
+	struct rdma_cm_id *a, *b;
+
+	channels_open();
+	CHECK(rdma_create_id(C.pch, &a, NULL, RDMA_PS_TCP) == 0 &&
+	      rdma_create_id(C.pch, &b, NULL, RDMA_PS_TCP) == 0, "ids");
+	errno = 0;
+	CHECK(rdma_bind_addr(a, NULL) == -1 && errno == EINVAL,
+	      "no address: errno %d", errno);
+	errno = 0;
+	CHECK(rdma_bind_addr(a, (struct sockaddr *)&un) == -1 &&
+	      errno == EINVAL, "AF_UNIX: errno %d", errno);
+	far.sin_addr.s_addr = htonl(0xc0000263);	/* 192.0.2.99 */
+	errno = 0;
+	CHECK(rdma_bind_addr(a, (struct sockaddr *)&far) == -1 &&
+	      errno == EADDRNOTAVAIL, "no device's address: errno %d", errno);
+	CHECK(rdma_bind_addr(a, (struct sockaddr *)&s) == 0, "bind: errno %d",
+	      errno);
+	errno = 0;
+	CHECK(rdma_bind_addr(b, (struct sockaddr *)&s) == -1 &&
+	      errno == EADDRINUSE, "the same address and port: errno %d",
+	      errno);
+	any.sin_addr.s_addr = htonl(INADDR_ANY);
+	errno = 0;
+	CHECK(rdma_bind_addr(b, (struct sockaddr *)&any) == -1 &&
+	      errno == EADDRNOTAVAIL, "the wildcard on that port: errno %d",
+	      errno);
+	CHECK(rdma_destroy_id(a) == 0 && rdma_destroy_id(b) == 0, "destroy");
 	rdma_destroy_event_channel(C.ach);
 	rdma_destroy_event_channel(C.pch);
 	memset(&C, 0, sizeof(C));
@@ -3678,6 +3723,7 @@ main(int argc, char **argv)
 		RUN(rejected_by_destroying_request);
 		RUN(ece_as_librdmacm);
 		RUN(backlog_counts_requests_not_taken);
+		RUN(bind_errors_as_the_kernel);
 	} else if (strcmp(scenario, "unreachable") == 0) {
 		RUN(unreachable_when_every_req_is_lost);
 		RUN(addr_error_for_other_loopback_address);

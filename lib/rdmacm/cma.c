@@ -537,6 +537,7 @@ rdma_destroy_id(struct rdma_cm_id *id)
 
 /* ---- binding --------------------------------------------------------- */
 
+/* Is @port of space @ps taken for @sa: 0, or the errno binding gets. */
 static int
 port_taken(const struct cma_id *self, int ps, int port,
 	   const struct sockaddr *sa)
@@ -553,11 +554,12 @@ port_taken(const struct cma_id *self, int ps, int port,
 		if ((self->reuseaddr && c->reuseaddr &&
 		     c->state != CS_LISTEN))
 			continue;
+		/* As the kernel's cma_check_port tells them apart. */
 		if (cma_addr_any(sa) || cma_addr_any(&c->id.route.addr.src_addr))
-			return 1;
+			return EADDRNOTAVAIL;
 		cm_gid_of(&c->id.route.addr.src_addr, &b);
 		if (memcmp(&a, &b, sizeof(a)) == 0)
-			return 1;
+			return EADDRINUSE;
 	}
 	return 0;
 }
@@ -602,8 +604,11 @@ bind_locked(struct cma_id *c, const struct sockaddr *addr)
 	struct cma_dev *d = NULL;
 	int gidx = 0, port;
 
+	/* librdmacm refuses an address it cannot size (EINVAL) before the
+	 * kernel sees it.
+	 */
 	if (addr == NULL || cma_addr_len(addr) == 0)
-		return EAFNOSUPPORT;
+		return EINVAL;
 	if (c->bound || c->state != CS_IDLE)
 		return EINVAL;
 	memset(&ss, 0, sizeof(ss));
@@ -613,11 +618,19 @@ bind_locked(struct cma_id *c, const struct sockaddr *addr)
 		if (d == NULL)
 			return EADDRNOTAVAIL;
 	}
+	/* A port in use: EADDRINUSE for the same address, EADDRNOTAVAIL
+	 * where either is the wildcard or no port is left, as the kernel's
+	 * rdma_bind_addr says.
+	 */
 	port = cma_port_of(addr);
-	if (port != 0 && port_taken(c, (int)c->id.ps, port, (void *)&ss))
-		return EADDRINUSE;
-	if (port == 0 && pick_port(c, (void *)&ss) != 0)
-		return EADDRINUSE;
+	if (port != 0) {
+		int taken = port_taken(c, (int)c->id.ps, port, (void *)&ss);
+
+		if (taken)
+			return taken;
+	} else if (pick_port(c, (void *)&ss) != 0) {
+		return EADDRNOTAVAIL;
+	}
 	memcpy(&c->id.route.addr.src_storage, &ss, sizeof(ss));
 	if (d != NULL)
 		bind_dev(c, d, gidx);
