@@ -875,6 +875,64 @@ bind_errors_as_the_kernel(void)
 	memset(&C, 0, sizeof(C));
 }
 
+/* rdma_set_option(@id, @level, @name, @val, @len) fails with @want. */
+static void
+option_refused(struct rdma_cm_id *id, int level, int name, void *val,
+	       size_t len, int want, const char *what)
+{
+	errno = 0;
+	CHECK(rdma_set_option(id, level, name, val, len) == -1 &&
+	      errno == want, "%s: errno %d, want %d", what, errno, want);
+}
+
+/*
+ * rdma_set_option as the kernel's rdma_ucm takes it: an unknown level or
+ * name ENOSYS; a wrong length EINVAL; REUSEADDR on in any state but
+ * listening and off only before a bind; AFONLY only before the id
+ * resolves or listens; ACK_TIMEOUT on RC ids only.
+ */
+static void
+set_option_as_the_kernel(void)
+{
+	struct sockaddr_in s = loopback(PORT + 6);
+	struct rdma_cm_id *id, *ud;
+	int on = 1, off = 0;
+	uint8_t tos = 0x20, tmo = 14;
+
+	channels_open();
+	CHECK(rdma_create_id(C.pch, &id, NULL, RDMA_PS_TCP) == 0 &&
+	      rdma_create_id(C.pch, &ud, NULL, RDMA_PS_UDP) == 0, "ids");
+	option_refused(id, 99, RDMA_OPTION_ID_TOS, &tos, 1, ENOSYS, "level 99");
+	option_refused(id, RDMA_OPTION_ID, 99, &tos, 1, ENOSYS, "name 99");
+	option_refused(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &on,
+		       sizeof(on), EINVAL, "TOS as an int");
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos,
+			      1) == 0, "TOS: errno %d", errno);
+	option_refused(ud, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &tmo, 1,
+		       EINVAL, "ACK timeout of a UDP id");
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			      &tmo, 1) == 0, "ACK timeout: errno %d", errno);
+	CHECK(rdma_bind_addr(id, (struct sockaddr *)&s) == 0, "bind: errno %d",
+	      errno);
+	option_refused(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &off,
+		       sizeof(off), EINVAL, "REUSEADDR off once bound");
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR,
+			      &on, sizeof(on)) == 0, "REUSEADDR on once bound: "
+	      "errno %d", errno);
+	CHECK(rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &on,
+			      sizeof(on)) == 0, "AFONLY once bound: errno %d",
+	      errno);
+	CHECK(rdma_listen(id, 1) == 0, "listen: errno %d", errno);
+	option_refused(id, RDMA_OPTION_ID, RDMA_OPTION_ID_REUSEADDR, &on,
+		       sizeof(on), EINVAL, "REUSEADDR on a listener");
+	option_refused(id, RDMA_OPTION_ID, RDMA_OPTION_ID_AFONLY, &on,
+		       sizeof(on), EINVAL, "AFONLY on a listener");
+	CHECK(rdma_destroy_id(id) == 0 && rdma_destroy_id(ud) == 0, "destroy");
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
 /* An event thread that takes the next event and holds it 300 ms. */
 static struct {
 	struct rdma_event_channel *ch;
@@ -3724,6 +3782,7 @@ main(int argc, char **argv)
 		RUN(ece_as_librdmacm);
 		RUN(backlog_counts_requests_not_taken);
 		RUN(bind_errors_as_the_kernel);
+		RUN(set_option_as_the_kernel);
 	} else if (strcmp(scenario, "unreachable") == 0) {
 		RUN(unreachable_when_every_req_is_lost);
 		RUN(addr_error_for_other_loopback_address);

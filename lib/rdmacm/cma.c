@@ -1325,36 +1325,61 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
 		size_t optlen)
 {
 	struct cma_id *c = to_id(id);
+	int err = 0, v;
 
 	if (optval == NULL)
 		return ERR(EINVAL);
+	/* The kernel's rdma_ucm: an unknown level or name is ENOSYS. */
 	if (level != RDMA_OPTION_ID)
-		return ERR(level == RDMA_OPTION_IB ? EOPNOTSUPP : EINVAL);
+		return ERR(level == RDMA_OPTION_IB ? EOPNOTSUPP : ENOSYS);
+	pthread_mutex_lock(&cma.lock);
 	switch (optname) {
 	case RDMA_OPTION_ID_TOS:
-		if (optlen != sizeof(uint8_t))
-			return ERR(EINVAL);
+		if (optlen != sizeof(uint8_t)) {
+			err = EINVAL;
+			break;
+		}
 		c->tos = *(uint8_t *)optval;
 		c->tos_set = 1;
-		return 0;
+		break;
 	case RDMA_OPTION_ID_REUSEADDR:
-		if (optlen != sizeof(int))
-			return ERR(EINVAL);
-		c->reuseaddr = *(int *)optval != 0;
-		return 0;
+		/* On in any state but listening, off only before a bind
+		 * (rdma_set_reuseaddr).
+		 */
+		if (optlen != sizeof(int)) {
+			err = EINVAL;
+			break;
+		}
+		v = *(int *)optval != 0;
+		if ((v && c->state != CS_LISTEN) ||
+		    (c->state == CS_IDLE && !c->bound))
+			c->reuseaddr = v;
+		else
+			err = EINVAL;
+		break;
 	case RDMA_OPTION_ID_AFONLY:
-		if (optlen != sizeof(int))
-			return ERR(EINVAL);
+		/* Before the id resolves or listens (rdma_set_afonly). */
+		if (optlen != sizeof(int) || c->state != CS_IDLE) {
+			err = EINVAL;
+			break;
+		}
 		c->afonly = *(int *)optval != 0;
-		return 0;
+		break;
 	case RDMA_OPTION_ID_ACK_TIMEOUT:
-		if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31)
-			return ERR(EINVAL);
+		/* RC only (rdma_set_ack_timeout); 5 bits in the QP. */
+		if (optlen != sizeof(uint8_t) || *(uint8_t *)optval > 31 ||
+		    c->ud) {
+			err = EINVAL;
+			break;
+		}
 		c->local_ack_timeout = *(uint8_t *)optval;
-		return 0;
+		break;
 	default:
-		return ERR(ENOSYS);
+		err = ENOSYS;
+		break;
 	}
+	pthread_mutex_unlock(&cma.lock);
+	return err ? ERR(err) : 0;
 }
 
 /* ---- multicast (UD): RoCE groups need no SA; the group's GID is its
