@@ -79,6 +79,16 @@ passive_wildcard(void)
 	      "man page: ai_dst_len is 0 with RAI_PASSIVE");
 	CHECK(res->ai_flags & RAI_PASSIVE, "rdma_create_ep reads the flag");
 	rdma_freeaddrinfo(res);
+
+	/* Any family: the resolver has 0.0.0.0 and ::, librdmacm gives the
+	 * first alone.
+	 */
+	hints.ai_family = 0;
+	CHECK(rdma_getaddrinfo(NULL, "7471", &hints, &res) == 0,
+	      "errno %d", errno);
+	CHECK(res->ai_src_addr != NULL && res->ai_next == NULL,
+	      "one entry, as librdmacm gives");
+	rdma_freeaddrinfo(res);
 }
 
 /* Port space and QP type go together, whichever the hints give. */

@@ -231,23 +231,17 @@ to_gai_hints(const struct rdma_addrinfo *want, const char *node,
 		hints->ai_flags |= AI_CANONNAME;
 }
 
+/*
+ * The resolver's first address, as librdmacm gives it (one entry, never
+ * a list: a program that binds or connects to res->ai_next's would find
+ * none there with rdma-core).
+ */
 static int
 from_resolver(const struct rdma_addrinfo *want, const struct addrinfo *ai,
 	      struct rdma_addrinfo **res)
 {
-	const char *canon = ai->ai_canonname;	/* the first entry has it */
-	struct rdma_addrinfo *head = NULL, **tail = &head;
-
-	for (; ai != NULL; ai = ai->ai_next) {
-		*tail = make_one(want, ai->ai_addr, canon);
-		if (*tail == NULL) {
-			rdma_freeaddrinfo(head);
-			return fail(ENOMEM);
-		}
-		tail = &(*tail)->ai_next;
-	}
-	*res = head;
-	return 0;
+	*res = make_one(want, ai->ai_addr, ai->ai_canonname);
+	return *res == NULL ? fail(ENOMEM) : 0;
 }
 
 int
