@@ -933,6 +933,88 @@ set_option_as_the_kernel(void)
 	memset(&C, 0, sizeof(C));
 }
 
+/* 239.1.2.@n:7470 as a sockaddr, and its multicast GID. */
+static struct sockaddr_in
+group(int n, union ibv_gid *gid)
+{
+	struct sockaddr_in g = { .sin_family = AF_INET,
+				 .sin_port = htons(7470) };
+
+	g.sin_addr.s_addr = htonl(0xef010200u | (uint32_t)n);
+	memset(gid, 0, sizeof(*gid));
+	gid->raw[10] = gid->raw[11] = 0xff;
+	memcpy(&gid->raw[12], &g.sin_addr, 4);
+	return g;
+}
+
+/*
+ * rdma_join_multicast_ex as librdmacm checks it: reserved comp_mask bits
+ * ENOTSUP, no address or no join flags EINVAL. A send-only full member's
+ * QP is not attached to the group (it sends and hears nothing of it), a
+ * full member's is.
+ */
+static void
+join_multicast_ex_as_librdmacm(void)
+{
+	struct sockaddr_in s = loopback(PORT + 7);
+	struct rdma_cm_join_mc_attr_ex a = { 0 };
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_UD,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct sockaddr_in g1, g2;
+	union ibv_gid m1, m2;
+	struct rdma_cm_id *id;
+
+	g1 = group(1, &m1);
+	g2 = group(2, &m2);
+	channels_open();
+	CHECK(rdma_create_id(C.pch, &id, NULL, RDMA_PS_UDP) == 0 &&
+	      rdma_bind_addr(id, (struct sockaddr *)&s) == 0, "UDP id: errno %d",
+	      errno);
+	memory_open(id->verbs);
+	ia.send_cq = ia.recv_cq = C.acq;
+	CHECK(rdma_create_qp(id, C.pd, &ia) == 0, "UD QP: errno %d", errno);
+	a.addr = (struct sockaddr *)&g1;
+	a.comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED;
+	errno = 0;
+	CHECK(rdma_join_multicast_ex(id, &a, NULL) == -1 && errno == ENOTSUP,
+	      "reserved comp_mask: errno %d", errno);
+	a.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	errno = 0;
+	CHECK(rdma_join_multicast_ex(id, &a, NULL) == -1 && errno == EINVAL,
+	      "no join flags: errno %d", errno);
+	a.comp_mask = RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	a.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	errno = 0;
+	CHECK(rdma_join_multicast_ex(id, &a, NULL) == -1 && errno == EINVAL,
+	      "no address: errno %d", errno);
+	a.comp_mask |= RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	a.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	CHECK(rdma_join_multicast_ex(id, &a, &C) == 0, "send-only join: "
+	      "errno %d", errno);
+	ack(expect(C.pch, RDMA_CM_EVENT_MULTICAST_JOIN, id, EV_WAIT));
+	a.addr = (struct sockaddr *)&g2;
+	a.join_flags = RDMA_MC_JOIN_FLAG_FULLMEMBER;
+	CHECK(rdma_join_multicast_ex(id, &a, &C) == 0, "full join: errno %d",
+	      errno);
+	ack(expect(C.pch, RDMA_CM_EVENT_MULTICAST_JOIN, id, EV_WAIT));
+	CHECK(ibv_detach_mcast(id->qp, &m1, 0) != 0,
+	      "the send-only member's QP was attached");
+	CHECK(ibv_detach_mcast(id->qp, &m2, 0) == 0 &&
+	      ibv_attach_mcast(id->qp, &m2, 0) == 0,
+	      "the full member's QP was not attached");
+	CHECK(rdma_leave_multicast(id, (struct sockaddr *)&g1) == 0 &&
+	      rdma_leave_multicast(id, (struct sockaddr *)&g2) == 0, "leave");
+	rdma_destroy_qp(id);
+	CHECK(rdma_destroy_id(id) == 0, "destroy");
+	memory_close();
+	rdma_destroy_event_channel(C.ach);
+	rdma_destroy_event_channel(C.pch);
+	memset(&C, 0, sizeof(C));
+}
+
 /* An event thread that takes the next event and holds it 300 ms. */
 static struct {
 	struct rdma_event_channel *ch;
@@ -3783,6 +3865,7 @@ main(int argc, char **argv)
 		RUN(backlog_counts_requests_not_taken);
 		RUN(bind_errors_as_the_kernel);
 		RUN(set_option_as_the_kernel);
+		RUN(join_multicast_ex_as_librdmacm);
 	} else if (strcmp(scenario, "unreachable") == 0) {
 		RUN(unreachable_when_every_req_is_lost);
 		RUN(addr_error_for_other_loopback_address);

@@ -1386,7 +1386,7 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
  * IP address (IPv4-mapped for IPv4), joined by attaching the id's QP.
  */
 static int
-join(struct cma_id *c, struct sockaddr *addr, void *context)
+join(struct cma_id *c, struct sockaddr *addr, void *context, int sendonly)
 {
 	struct cma_event *e;
 	struct cma_mc *m;
@@ -1405,7 +1405,10 @@ join(struct cma_id *c, struct sockaddr *addr, void *context)
 	memcpy(&m->addr, addr, cma_addr_len(addr));
 	m->mgid = g;
 	m->context = context;
-	if (c->id.qp != NULL) {
+	/* A send-only full member sends to the group and hears nothing of
+	 * it: its QP is not attached (librdmacm's ucma_process_join).
+	 */
+	if (c->id.qp != NULL && !sendonly) {
 		if (ibv_attach_mcast(c->id.qp, &g, 0) != 0) {
 			int err = errno;
 
@@ -1437,22 +1440,31 @@ rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
 	int err;
 
 	pthread_mutex_lock(&cma.lock);
-	err = join(to_id(id), addr, context);
+	err = join(to_id(id), addr, context, 0);
 	pthread_mutex_unlock(&cma.lock);
 	return err ? ERR(err) : sync_wait(to_id(id));
 }
 
+/* librdmacm's checks, in its order: the flags are not optional. */
 int
 rdma_join_multicast_ex(struct rdma_cm_id *id,
 		       struct rdma_cm_join_mc_attr_ex *attr, void *context)
 {
-	if (attr == NULL || !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
-	    attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
+	int err;
+
+	if (attr == NULL)
 		return ERR(EINVAL);
-	if ((attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) &&
+	if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
+		return ERR(ENOTSUP);
+	if (!(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS) ||
+	    !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
 	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
 		return ERR(EINVAL);
-	return rdma_join_multicast(id, attr->addr, context);
+	pthread_mutex_lock(&cma.lock);
+	err = join(to_id(id), attr->addr, context, attr->join_flags ==
+		   RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER);
+	pthread_mutex_unlock(&cma.lock);
+	return err ? ERR(err) : sync_wait(to_id(id));
 }
 
 int
