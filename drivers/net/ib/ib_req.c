@@ -311,8 +311,10 @@ static const uint8_t one_op[IBV_WR_SEND_WITH_IMM + 1] = {
  * them in step). Returns the next state, or REQ_CHECK_LOCAL for a WQE
  * that is not such a one (the general path takes it). It spares a 64 B
  * WRITE the state machine's turns and the general path's tests for
- * multi-packet, zero-copy, READ and atomic work: 653 -> ... instructions
- * a message (callgrind, memif ib_write_bw -s 64).
+ * multi-packet, zero-copy, READ and atomic work: the requester's 642
+ * instructions a message became 578 (callgrind, dpib-perf --engine-child
+ * 1, inline). flatten: called from two places now, ib_pkt_alloc was no
+ * longer inlined (34 instructions of call a SEND).
  */
 static enum req_state __attribute__((flatten))
 req_one_packet(struct ib_qp *qp, struct ib_send_wqe *w,
