@@ -1352,6 +1352,16 @@ on_req_listened(struct cma_dev *d, const union ibv_gid *src,
 	cma_event_post(c, e);
 }
 
+/* The active side refuses the REP it got (@err): a REJ, CONNECT_ERROR. */
+static void
+refuse_rep(struct cma_id *c, int err)
+{
+	c->state = CS_REP_RCVD;	/* the REP is what we refuse */
+	(void)cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, NULL, 0);
+	c->state = CS_ERROR;
+	cma_report(c, RDMA_CM_EVENT_CONNECT_ERROR, -err);
+}
+
 static void
 on_rep(const uint8_t *mad)
 {
@@ -1393,10 +1403,7 @@ on_rep(const uint8_t *mad)
 	 */
 	if (m.ece_vendor_id != 0 &&
 	    m.ece_vendor_id != c->local_ece.vendor_id) {
-		c->state = CS_REP_RCVD;
-		(void)cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, NULL, 0);
-		c->state = CS_ERROR;
-		cma_report(c, RDMA_CM_EVENT_CONNECT_ERROR, -EINVAL);
+		refuse_rep(c, EINVAL);
 		return;
 	}
 	if (c->id.qp == NULL) {
@@ -1405,10 +1412,7 @@ on_rep(const uint8_t *mad)
 	} else {
 		err = cm_qp_rtr_rts(c);
 		if (err) {
-			c->state = CS_REP_RCVD;	/* the REP is what we refuse */
-			(void)cm_send_rej(c, CM_REJ_CONSUMER_DEFINED, NULL, 0);
-			c->state = CS_ERROR;
-			cma_report(c, RDMA_CM_EVENT_CONNECT_ERROR, -err);
+			refuse_rep(c, err);
 			return;
 		}
 		(void)cm_send_rtu(c);

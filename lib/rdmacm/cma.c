@@ -305,12 +305,12 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 		 * is answered: a server that takes requests and answers them
 		 * later has room for more).
 		 */
-		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
-		    e->owner != NULL)
+		e->counted = e->owner;
+		if (e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
 			cm_release_pending(e->owner);
-		e->counted = e->ev.event == RDMA_CM_EVENT_CONNECT_REQUEST &&
-			     e->owner->listener != NULL ?
-			     e->owner->listener : e->owner;
+			if (e->owner->listener != NULL)
+				e->counted = e->owner->listener;
+		}
 		e->counted->events_out++;
 		TAILQ_INSERT_TAIL(&handed_out, e, link);
 	}
@@ -1433,16 +1433,24 @@ join(struct cma_id *c, struct sockaddr *addr, void *context, int sendonly)
 	return 0;
 }
 
-int
-rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
-		    void *context)
+/* join, then (a synchronous id) its event. */
+static int
+join_wait(struct rdma_cm_id *id, struct sockaddr *addr, void *context,
+	  int sendonly)
 {
 	int err;
 
 	pthread_mutex_lock(&cma.lock);
-	err = join(to_id(id), addr, context, 0);
+	err = join(to_id(id), addr, context, sendonly);
 	pthread_mutex_unlock(&cma.lock);
 	return err ? ERR(err) : sync_wait(to_id(id));
+}
+
+int
+rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr,
+		    void *context)
+{
+	return join_wait(id, addr, context, 0);
 }
 
 /* librdmacm's checks, in its order: the flags are not optional. */
@@ -1450,8 +1458,6 @@ int
 rdma_join_multicast_ex(struct rdma_cm_id *id,
 		       struct rdma_cm_join_mc_attr_ex *attr, void *context)
 {
-	int err;
-
 	if (attr == NULL)
 		return ERR(EINVAL);
 	if (attr->comp_mask >= RDMA_CM_JOIN_MC_ATTR_RESERVED)
@@ -1460,11 +1466,8 @@ rdma_join_multicast_ex(struct rdma_cm_id *id,
 	    !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ||
 	    attr->join_flags >= RDMA_MC_JOIN_FLAG_RESERVED)
 		return ERR(EINVAL);
-	pthread_mutex_lock(&cma.lock);
-	err = join(to_id(id), attr->addr, context, attr->join_flags ==
-		   RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER);
-	pthread_mutex_unlock(&cma.lock);
-	return err ? ERR(err) : sync_wait(to_id(id));
+	return join_wait(id, attr->addr, context, attr->join_flags ==
+			 RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER);
 }
 
 int

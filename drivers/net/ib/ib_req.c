@@ -296,6 +296,30 @@ send_packet(struct ib_qp *qp, struct ib_send_wqe *w, const uint8_t *src)
 	return last;
 }
 
+/*
+ * An RC packet went out: the transport timer runs from the first packet
+ * on the wire (@first: nothing was outstanding before it), and the
+ * congestion window learns of it.
+ */
+static inline void
+req_timer_start(struct ib_qp *qp, int first)
+{
+	if (first)
+		qp->comp.deadline = 0;
+	ib_comp_arm(qp);
+	if (unlikely(!qp->cc.armed))
+		ib_cc_sent(qp);
+}
+
+/* The WQE at req.wqe_idx is done with: the next one, the high mark. */
+static inline void
+req_wqe_done(struct ib_qp *qp)
+{
+	qp->req.wqe_idx++;
+	if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
+		qp->req.hw_idx = qp->req.wqe_idx;
+}
+
 /* The ONLY opcode of a one-packet WRITE or SEND, by WR opcode (0: none). */
 static const uint8_t one_op[IBV_WR_SEND_WITH_IMM + 1] = {
 	[IBV_WR_RDMA_WRITE] = IB_RC_WRITE_ONLY,
@@ -367,16 +391,9 @@ req_one_packet(struct ib_qp *qp, struct ib_send_wqe *w,
 	if (psn_diff(qp->req.psn, qp->req.max_psn) > 0)
 		qp->req.max_psn = qp->req.psn;
 	(*budget)--;
-	if (!uc) {
-		if (first)
-			qp->comp.deadline = 0;
-		ib_comp_arm(qp);
-		if (unlikely(!qp->cc.armed))
-			ib_cc_sent(qp);
-	}
-	qp->req.wqe_idx++;
-	if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
-		qp->req.hw_idx = qp->req.wqe_idx;
+	if (!uc)
+		req_timer_start(qp, first);
+	req_wqe_done(qp);
 	if (uc)
 		ib_comp_sent(qp, psn);
 	return REQ_NEXT_WQE;
@@ -531,13 +548,8 @@ req_run(struct ib_qp *qp)
 			 * (the program set up for 200 ms: perftest) must not
 			 * time its first packet out at once.
 			 */
-			if (ret >= 0 && qp->ibv.qp_type == IBV_QPT_RC) {
-				if (first)
-					qp->comp.deadline = 0;
-				ib_comp_arm(qp);
-				if (unlikely(!qp->cc.armed))
-					ib_cc_sent(qp);
-			}
+			if (ret >= 0 && qp->ibv.qp_type == IBV_QPT_RC)
+				req_timer_start(qp, first);
 			if (ret == -EMSGSIZE) {
 				state = REQ_ERR_LOCAL_LEN;
 			} else if (ret == -EACCES) {
@@ -561,10 +573,8 @@ req_run(struct ib_qp *qp)
 			}
 			break;
 		case REQ_WQE_SENT:
-			qp->req.wqe_idx++;
+			req_wqe_done(qp);
 			qp->req.offset = 0;
-			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
-				qp->req.hw_idx = qp->req.wqe_idx;
 			/* Unacknowledged services complete on send (RC's
 			 * timer started with the first packet).
 			 */
@@ -573,9 +583,7 @@ req_run(struct ib_qp *qp)
 			state = REQ_NEXT_WQE;
 			break;
 		case REQ_LOCAL_DONE:
-			qp->req.wqe_idx++;
-			if ((int32_t)(qp->req.wqe_idx - qp->req.hw_idx) > 0)
-				qp->req.hw_idx = qp->req.wqe_idx;
+			req_wqe_done(qp);
 			if (qp->ibv.qp_type != IBV_QPT_RC)
 				ib_comp_sent(qp, st->last_psn);
 			else
