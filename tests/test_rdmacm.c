@@ -27,6 +27,9 @@
  *                establishes the passive side before its REP gives up
  *   nonblock     O_NONBLOCK event channels: EAGAIN, epoll readiness,
  *                rdma_migrate_id moving waiting events
+ *   sync         ids without a channel (rdma_create_ep), a server thread:
+ *                rdma_get_request, rdma_migrate_id, and calls that return
+ *                with their event, rdma_disconnect's too
  *   rxe          a Linux rxe peer's MADs from a capture, both ways (the
  *                device at 10.77.0.2, tests/conf/rxe_peer.conf): what
  *                dpib answers, field by field against what rxe answered
@@ -497,6 +500,30 @@ disconnect_once_each_side(void)
 	CHECK(rdma_disconnect(C.pas) == 0, "passive disconnect: errno %d",
 	      errno);
 	ev = expect(C.ach, RDMA_CM_EVENT_DISCONNECTED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	quiet_both(50);
+}
+
+/*
+ * Both ends call rdma_disconnect before either's DREQ arrives: each DREQ
+ * meets a DREQ_SENT end, which answers it, and each end's DREP then finds
+ * the other answered already. Each id still gets one DISCONNECTED: the
+ * kernel's rdma_cm reports the connection's end once (cma_ib_handler's
+ * CONNECT -> DISCONNECT exchange), whichever message ends it.
+ */
+static void
+disconnect_both_at_once(void)
+{
+	struct rdma_cm_event *ev;
+
+	CHECK(rdma_disconnect(C.act) == 0, "disconnect: errno %d", errno);
+	CHECK(rdma_disconnect(C.pas) == 0, "passive disconnect: errno %d",
+	      errno);
+	ev = expect(C.ach, RDMA_CM_EVENT_DISCONNECTED, C.act, EV_WAIT);
+	CHECK(ev->status == 0, "status %d", ev->status);
+	ack(ev);
+	ev = expect(C.pch, RDMA_CM_EVENT_DISCONNECTED, C.pas, EV_WAIT);
 	CHECK(ev->status == 0, "status %d", ev->status);
 	ack(ev);
 	quiet_both(50);
@@ -3840,6 +3867,151 @@ run_connect(int full)
 	RUN(get_event_on_destroyed_channel_sleeps);
 }
 
+/* ---- synchronous ids ----------------------------------------------------- */
+
+/*
+ * Ids without a channel (rdma_create_ep's, as rdma-core's rdma_server and
+ * rdma_client use them): each call waits for its own event and leaves it
+ * in id->event. A server thread and this one, a connection between them.
+ */
+#define SYNC_PORT	7481
+
+static struct {
+	struct rdma_cm_id *listen, *id;
+	int accepted;		/* the server's rdma_accept returned 0 */
+	int disconnected;	/* ... and its rdma_disconnect, with the event */
+	int req_event;		/* rdma_get_request left the request's event */
+	int migrate_null;	/* rdma_migrate_id(sync id, NULL): its errno */
+} S;
+
+static struct rdma_addrinfo *
+sync_addr(int passive)
+{
+	struct rdma_addrinfo hints = { .ai_port_space = RDMA_PS_TCP,
+				       .ai_flags = passive ? RAI_PASSIVE : 0 };
+	struct rdma_addrinfo *res = NULL;
+	char port[8];
+
+	snprintf(port, sizeof(port), "%d", SYNC_PORT);
+	CHECK(rdma_getaddrinfo("127.0.0.1", port, &hints, &res) == 0,
+	      "rdma_getaddrinfo: errno %d", errno);
+	return res;
+}
+
+static struct ibv_qp_init_attr
+sync_qp_attr(void)
+{
+	struct ibv_qp_init_attr a = {
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+	};
+
+	return a;
+}
+
+/* Wait (bounded) until @ch has an event, without taking it. */
+static int
+sync_readable(struct rdma_event_channel *ch, int ms)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+
+	return poll(&p, 1, ms) == 1;
+}
+
+static void *
+sync_server(void *arg)
+{
+	struct ibv_qp_init_attr a = sync_qp_attr();
+	struct rdma_addrinfo *res = sync_addr(1);
+	struct rdma_cm_id *id;
+
+	(void)arg;
+	if (rdma_create_ep(&S.listen, res, NULL, &a) != 0 ||
+	    rdma_listen(S.listen, 1) != 0 ||
+	    rdma_get_request(S.listen, &id) != 0) {
+		rdma_freeaddrinfo(res);
+		return NULL;
+	}
+	rdma_freeaddrinfo(res);
+	S.id = id;
+	S.req_event = id->event != NULL &&
+		      id->event->event == RDMA_CM_EVENT_CONNECT_REQUEST &&
+		      id->qp != NULL;
+	errno = 0;
+	S.migrate_null = rdma_migrate_id(id, NULL) == 0 ? 0 : errno;
+	if (rdma_accept(id, NULL) != 0)
+		return NULL;
+	__atomic_store_n(&S.accepted, 1, __ATOMIC_RELEASE);
+	/* The client's DREQ queues DISCONNECTED on this id's own channel;
+	 * rdma_disconnect then answers it (DREP) and returns with it.
+	 */
+	if (!sync_readable(id->channel, (int)(EV_WAIT * 1000)))
+		return NULL;
+	if (rdma_disconnect(id) != 0)
+		return NULL;
+	S.disconnected = id->event != NULL &&
+			 id->event->event == RDMA_CM_EVENT_DISCONNECTED &&
+			 id->event->status == 0;
+	return NULL;
+}
+
+/*
+ * rdma_get_request hands out the request's id with its QP and its event;
+ * rdma_migrate_id refuses to leave a synchronous id without a channel;
+ * rdma_connect and rdma_accept return established; rdma_disconnect
+ * returns once the connection has ended, with DISCONNECTED in id->event
+ * (it returned at once, the event left unread), on both sides.
+ */
+static void
+sync_ids_as_librdmacm(void)
+{
+	struct ibv_qp_init_attr a = sync_qp_attr();
+	struct rdma_addrinfo *res;
+	struct rdma_cm_id *id;
+	pthread_t t;
+	double t0;
+
+	CHECK(pthread_create(&t, NULL, sync_server, NULL) == 0, "thread");
+	for (t0 = check_now(); S.listen == NULL && check_now() - t0 < EV_WAIT;)
+		usleep(1000);
+	usleep(20000);		/* its rdma_listen */
+	res = sync_addr(0);
+	CHECK(rdma_create_ep(&id, res, NULL, &a) == 0,
+	      "rdma_create_ep: errno %d", errno);
+	rdma_freeaddrinfo(res);
+	CHECK(rdma_connect(id, NULL) == 0, "rdma_connect: errno %d", errno);
+	CHECK(id->event != NULL &&
+	      id->event->event == RDMA_CM_EVENT_ESTABLISHED,
+	      "rdma_connect returned without ESTABLISHED in id->event");
+	for (t0 = check_now(); !__atomic_load_n(&S.accepted, __ATOMIC_ACQUIRE) &&
+	     check_now() - t0 < EV_WAIT;)
+		usleep(1000);
+	CHECK(S.accepted, "the server's rdma_accept did not return 0");
+	CHECK(S.req_event, "rdma_get_request: no CONNECT_REQUEST in id->event "
+	      "or no QP");
+	CHECK(S.migrate_null == EINVAL, "rdma_migrate_id(sync id, NULL): "
+	      "errno %d, want EINVAL", S.migrate_null);
+	CHECK(rdma_disconnect(id) == 0, "rdma_disconnect: errno %d", errno);
+	CHECK(id->event != NULL &&
+	      id->event->event == RDMA_CM_EVENT_DISCONNECTED,
+	      "rdma_disconnect returned before the connection ended (%s)",
+	      id->event != NULL ? rdma_event_str(id->event->event) : "none");
+	CHECK(id->event->status == 0, "DISCONNECTED status %d",
+	      id->event->status);
+	CHECK(pthread_join(t, NULL) == 0, "join");
+	CHECK(S.disconnected, "the server's rdma_disconnect: no DISCONNECTED "
+	      "in id->event");
+	/* A second rdma_disconnect has no event to wait for. */
+	t0 = check_now();
+	CHECK(rdma_disconnect(id) == 0, "second disconnect: errno %d", errno);
+	CHECK(check_now() - t0 < 1.0, "second disconnect waited %.1f s",
+	      check_now() - t0);
+	rdma_destroy_ep(id);
+	rdma_destroy_ep(S.id);
+	rdma_destroy_ep(S.listen);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -3922,9 +4094,11 @@ main(int argc, char **argv)
 		RUN(notify_rtu_lost_passive_waits);
 		RUN(notify_first_receive_establishes_passive);
 		RUN(notify_no_unreachable_later);
-		RUN(disconnect_once_each_side);
+		RUN(disconnect_both_at_once);
 		RUN(timewait_exit_once_each_side);
 		RUN(destroy_brings_no_event);
+	} else if (strcmp(scenario, "sync") == 0) {
+		RUN(sync_ids_as_librdmacm);
 	} else if (strcmp(scenario, "nonblock") == 0) {
 		RUN(nonblock_empty_channel_eagain);
 		RUN(nonblock_epollin_exactly_while_events_wait);
@@ -3935,7 +4109,7 @@ main(int argc, char **argv)
 		RUN(nonblock_connection_driven_by_epoll);
 	} else {
 		fprintf(stderr, "usage: %s connect|lost|reject|unreachable|"
-			"forged|rxe\n", argv[0]);
+			"forged|rxe|inflight|mra|notify|nonblock|sync\n", argv[0]);
 		return 2;
 	}
 	CHECK_DONE();

@@ -1251,11 +1251,18 @@ rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 	return err ? ERR(err) : 0;
 }
 
+/*
+ * A synchronous id's rdma_disconnect returns with the connection's end,
+ * as librdmacm's (ucma_complete): its DISCONNECTED event, which the DREP
+ * (or the DREQ's time-out: ETIMEDOUT) brings, or which the peer's DREQ
+ * queued already. Where no event is to come (a UD id, a connection
+ * already ended) it returns at once; librdmacm would wait for ever.
+ */
 int
 rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct cma_id *c = to_id(id);
-	int err = 0;
+	int err = 0, ends = 0;
 
 	pthread_mutex_lock(&cma.lock);
 	switch (c->state) {
@@ -1263,10 +1270,12 @@ rdma_disconnect(struct rdma_cm_id *id)
 	case CS_REP_SENT:
 		(void)cm_qp_error(c);
 		err = c->ud ? 0 : cm_send_dreq(c);
+		ends = !c->ud;
 		break;
 	case CS_DREQ_RCVD:
 		(void)cm_qp_error(c);
 		err = cm_send_drep(c);
+		ends = 1;
 		break;
 	case CS_REQ_SENT:
 	case CS_REP_RCVD:
@@ -1283,9 +1292,17 @@ rdma_disconnect(struct rdma_cm_id *id)
 		break;
 	}
 	pthread_mutex_unlock(&cma.lock);
-	return err ? ERR(err) : 0;
+	if (err)
+		return ERR(err);
+	return ends ? sync_wait(c) : 0;
 }
 
+/*
+ * As librdmacm's: a synchronous id needs a channel to go to (EINVAL),
+ * and leaves its own with the event it held acknowledged; the call
+ * returns once the events handed out for the id on the old channel are
+ * acknowledged (bounded: ack_wait), so none is handled there after.
+ */
 int
 rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
@@ -1293,10 +1310,17 @@ rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 	struct cma_chan *to, *from;
 	struct cma_event *e, *t;
 
+	if (c->sync && channel == NULL)
+		return ERR(EINVAL);
+	if (c->sync && id->event != NULL) {
+		rdma_ack_cm_event(id->event);
+		id->event = NULL;
+	}
 	to = channel != NULL ? to_chan(channel) : chan_new();
 	if (to == NULL)
 		return ERR(ENOMEM);
 	pthread_mutex_lock(&cma.lock);
+	ack_wait(c);
 	from = c->chan;
 	/* Its queued events move with it, counts and all. */
 	for (e = TAILQ_FIRST(&from->events); e != NULL; e = t) {
@@ -1595,18 +1619,25 @@ rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 		return ERR(EINVAL);
 	if (!l->sync)
 		return ERR(EINVAL);
-	for (;;) {
-		ret = rdma_get_cm_event(listen->channel, &ev);
-		if (ret)
-			return ret;
-		if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST)
-			break;
-		rdma_ack_cm_event(ev);
+	/* As librdmacm's: the event of the last call goes; an event that is
+	 * not a request fails the call and stays in listen->event.
+	 */
+	if (listen->event != NULL) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
 	}
-	if (ev->status) {
-		ret = ev->status;
-		rdma_ack_cm_event(ev);
-		return ERR(ret < 0 ? -ret : ret);
+	ret = rdma_get_cm_event(listen->channel, &ev);
+	if (ret)
+		return ret;
+	if (ev->event == RDMA_CM_EVENT_REJECTED)
+		ret = ECONNREFUSED;
+	else if (ev->status)
+		ret = ev->status < 0 ? -ev->status : ev->status;
+	else if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST)
+		ret = EINVAL;
+	if (ret) {
+		listen->event = ev;
+		return ERR(ret);
 	}
 	c = to_id(ev->id);
 	/* The request's id waits on its own channel from here on. */
