@@ -112,7 +112,7 @@ bench() {
 # meson prints its own summary; CI reads a plain "N passed, N failed" line.
 tests() {
 	local rc=0
-	# The soak suite runs for half an hour: on request only.
+	# The soak suite (10 M operations under loss) runs on request only.
 	meson test -C "$build" --print-errorlogs --num-processes 2 \
 		--no-suite soak "$@" || rc=$?
 	python3 - "$build/meson-logs/testlog.json" <<'PY'
