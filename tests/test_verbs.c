@@ -47,6 +47,7 @@ main(void)
 	open_all();
 	RUN(completion_channel_events);
 	RUN(solicited_only_events);
+	RUN(cq_event_wait_interrupted_as_read);
 	RUN(destroy_cq_waits_for_ack);
 	RUN(async_comm_est);
 	RUN(srq_shared_and_limit);

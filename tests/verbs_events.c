@@ -5,6 +5,9 @@
  * test_verbs: completion channels and CQ events (seed 002 section 8.2), asynchronous events
  * (section 9), Reset purging CQEs (seed 003 section 5.2), resize_cq.
  */
+#include <signal.h>
+#include <sys/time.h>
+
 #include "verbs_lb.h"
 
 /* Seed 002 8.2: arm, get the event through a poll()-able fd, re-arm, ack. */
@@ -42,6 +45,95 @@ completion_channel_events(void)
 		ibv_ack_cq_events(cq, 1);
 	}
 	CHECK(ibv_destroy_comp_channel(ch) == EBUSY, "channel in use freed");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy qps");
+	CHECK(ibv_destroy_cq(cq) == 0, "destroy cq");
+	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");
+}
+
+/*
+ * A blocking ibv_get_cq_event is a read() of the channel's descriptor with
+ * a kernel HCA: a signal whose handler lacks SA_RESTART ends it with EINTR
+ * (qperf stops its event loop at the test's end that way), one with
+ * SA_RESTART does not. In inline mode the waiting thread runs the engine
+ * itself between its waits, and must answer the same. A thread posts the
+ * WRITE that brings the event: at 300 ms after a SA_RESTART alarm of 50
+ * ms, at 1.5 s (the wait's watchdog) after the other.
+ */
+static volatile sig_atomic_t alarms;
+
+static void
+on_alarm(int sig)
+{
+	(void)sig;
+	alarms++;
+}
+
+struct late_post {
+	struct ibv_qp *qp;
+	int ms;
+};
+
+static void *
+post_later(void *arg)
+{
+	struct late_post *l = arg;
+
+	usleep((useconds_t)l->ms * 1000);
+	CHECK(post_send(l->qp, IBV_WR_RDMA_WRITE, 0, 64, 77, 0) == 0, "post");
+	return NULL;
+}
+
+void
+cq_event_wait_interrupted_as_read(void)
+{
+	struct ibv_comp_channel *ch = ibv_create_comp_channel(ctx);
+	struct ibv_cq *cq = ibv_create_cq(ctx, 64, NULL, ch, 0), *ev_cq;
+	struct ibv_qp *a = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct ibv_qp *b = make_qp(IBV_QPT_RC, cq, cq, NULL);
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	struct sigaction sa = { .sa_handler = on_alarm }, old;
+	struct late_post l = { .qp = a };
+	struct ibv_wc wc;
+	sig_atomic_t before;
+	double t0, took;
+	void *ev_ctx;
+	pthread_t t;
+	int restart, ret, err;
+
+	connect_pair(a, b);
+	for (restart = 0; restart < 2; restart++) {
+		sa.sa_flags = restart ? SA_RESTART : 0;
+		sigemptyset(&sa.sa_mask);
+		CHECK(sigaction(SIGALRM, &sa, &old) == 0, "sigaction");
+		CHECK(ibv_req_notify_cq(cq, 0) == 0, "req_notify");
+		l.ms = restart ? 300 : 1500;
+		CHECK(pthread_create(&t, NULL, post_later, &l) == 0, "thread");
+		before = alarms;
+		CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0, "setitimer");
+		t0 = check_now();
+		errno = 0;
+		ret = ibv_get_cq_event(ch, &ev_cq, &ev_ctx);
+		err = errno;
+		took = check_now() - t0;
+		CHECK(alarms == before + 1, "the alarm did not come");
+		if (!restart) {
+			CHECK(ret == -1 && err == EINTR && took < 1.0,
+			      "no SA_RESTART: returned %d (errno %d) after "
+			      "%.3f s, want EINTR at the alarm", ret, err, took);
+			CHECK(pthread_join(t, NULL) == 0, "join");
+			CHECK(ibv_get_cq_event(ch, &ev_cq, &ev_ctx) == 0,
+			      "the event after EINTR");
+		} else {
+			CHECK(ret == 0 && took > 0.2,
+			      "SA_RESTART: returned %d (errno %d) after %.3f "
+			      "s, want the event at 0.3 s", ret, err, took);
+			CHECK(pthread_join(t, NULL) == 0, "join");
+		}
+		CHECK(ev_cq == cq, "event's CQ");
+		expect(cq, 77, IBV_WC_SUCCESS, &wc);
+		ibv_ack_cq_events(cq, 1);
+		CHECK(sigaction(SIGALRM, &old, NULL) == 0, "sigaction back");
+	}
 	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy qps");
 	CHECK(ibv_destroy_cq(cq) == 0, "destroy cq");
 	CHECK(ibv_destroy_comp_channel(ch) == 0, "destroy channel");

@@ -175,6 +175,7 @@ wait_async(enum ibv_event_type type, void *obj, int ms)
 /* The rules, by area. */
 void completion_channel_events(void);
 void solicited_only_events(void);
+void cq_event_wait_interrupted_as_read(void);
 void destroy_cq_waits_for_ack(void);
 void async_comm_est(void);
 void channel_with_epoll(void);

@@ -13,6 +13,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
@@ -89,27 +91,83 @@ ib_evq_push(struct ib_evq *e, const void *rec)
  * non-blocking. Records purged after they were counted are skipped.
  */
 /*
- * Inline mode: nobody else moves the engine, so a blocking wait runs
- * passes itself between short waits on the descriptor.
+ * Would a signal that interrupted a wait have interrupted the kernel's
+ * read() on a verbs descriptor? Only one whose handler lacks SA_RESTART
+ * (qperf's SIGALRM ends its ibv_get_cq_event that way; perftest's,
+ * installed by signal(), restarts it). Which signal came is not known
+ * here: any handler without SA_RESTART among those @orig lets through
+ * counts. Runs only after an interruption.
+ */
+static int
+wait_interrupted(const sigset_t *orig)
+{
+	struct sigaction sa;
+	int sig;
+
+	for (sig = 1; sig < NSIG; sig++) {
+		if (sigismember(orig, sig) == 1 ||
+		    sigaction(sig, NULL, &sa) != 0)
+			continue;
+		if (sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+		    !(sa.sa_flags & SA_RESTART))
+			return 1;
+	}
+	return 0;
+}
+
+/*
+ * Inline mode: the waiting thread runs passes itself, between short
+ * waits on the descriptor once traffic has stopped (the loop thread
+ * takes over when it does not). A blocking read of a kernel HCA's
+ * descriptor returns EINTR when a signal's handler without SA_RESTART
+ * runs meanwhile; programs stop their wait loops that way. So signals
+ * stay blocked while this thread spins, and reach it only inside the
+ * waits (ppoll with the program's own mask), which end with EINTR when
+ * the kernel's read would have. Synchronous faults are never blocked.
  */
 static int
 evq_wait_inline(struct ib_evq *e, uint64_t *v, int nonblock)
 {
 	struct pollfd p = { .fd = e->efd, .events = POLLIN };
+	const struct timespec nap = { .tv_nsec = 1000000 };
 	uint64_t spin = rte_get_tsc_hz() / 1000000 * IB_INLINE_SPIN_US;
 	uint64_t busy = rte_rdtsc();
+	sigset_t held, orig;
+	int ret;
 
+	if (nonblock) {
+		(void)ib_engine_progress();
+		return read(e->efd, v, sizeof(*v)) == sizeof(*v) ? 0 : -errno;
+	}
+	sigfillset(&held);
+	sigdelset(&held, SIGSEGV);
+	sigdelset(&held, SIGBUS);
+	sigdelset(&held, SIGFPE);
+	sigdelset(&held, SIGILL);
+	sigdelset(&held, SIGTRAP);
+	sigdelset(&held, SIGABRT);
+	pthread_sigmask(SIG_BLOCK, &held, &orig);
 	for (;;) {
 		if (ib_engine_progress())
 			busy = rte_rdtsc();
-		if (read(e->efd, v, sizeof(*v)) == sizeof(*v))
-			return 0;
-		if (errno != EAGAIN || nonblock)
-			return -errno;
+		if (read(e->efd, v, sizeof(*v)) == sizeof(*v)) {
+			ret = 0;
+			break;
+		}
+		if (errno != EAGAIN) {
+			ret = -errno;
+			break;
+		}
 		/* Spin while traffic is recent, then nap between passes. */
-		if (rte_rdtsc() - busy > spin)
-			poll(&p, 1, 1);
+		if (rte_rdtsc() - busy > spin &&
+		    ppoll(&p, 1, &nap, &orig) < 0 && errno == EINTR &&
+		    wait_interrupted(&orig)) {
+			ret = -EINTR;
+			break;
+		}
 	}
+	pthread_sigmask(SIG_SETMASK, &orig, NULL);
+	return ret;
 }
 
 int
