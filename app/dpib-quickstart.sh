@@ -18,7 +18,7 @@ build=${DPIB_BUILD_DIR:-$top/build}
 packages=(
 	build-essential pkg-config meson ninja-build
 	libdpdk-dev dpdk libibverbs-dev libisal-dev libpci-dev
-	libhugetlbfs-bin iproute2 python3 ibverbs-utils perftest python3-pyverbs
+	libhugetlbfs-bin iproute2 python3 ibverbs-utils perftest qperf python3-pyverbs
 	clang libclang-rt-14-dev
 	tshark python3-scapy
 	qemu-system-x86 debootstrap e2fsprogs

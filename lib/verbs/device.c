@@ -107,6 +107,7 @@ link_wait(struct ib_dev *dev)
 	struct rte_eth_link link;
 	uint32_t t;
 
+	hca_port_reconnect(dev);
 	for (t = 0; t < conf->link_wait_ms; t++) {
 		if (rte_eth_link_get_nowait(hca_port_id(dev), &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)

@@ -119,6 +119,7 @@ uint32_t hca_qp_engine(struct ibv_qp *qp);
 int hca_engine_lend(struct ib_dev *dev, void (*fn)(void *), void *arg);
 /* The port's link is up: ready what its first frames would pay for. */
 void hca_port_linked(struct ib_dev *dev);
+void hca_port_reconnect(struct ib_dev *dev);
 int hca_mr_dma(struct ibv_mr *mr);
 uint32_t ib_dcqcn_rates(struct ib_dev *dev, uint32_t *qpn, uint32_t *mbps,
 			uint32_t max);

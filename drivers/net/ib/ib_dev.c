@@ -7,6 +7,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,9 +378,106 @@ hca_port_linked(struct ib_dev *dev)
 
 	if (__atomic_exchange_n(&dev->linked, 1, __ATOMIC_ACQ_REL))
 		return;
+	dev->link_seen = 1;
 	if (rte_eth_dev_info_get(dev->port_id, &info) == 0 &&
 	    strcmp(info.driver_name, "net_memif") == 0)
 		memif_populate();
+}
+
+/*
+ * A memif client whose server went away stays disconnected: DPDK 22.11's
+ * client connects only when its port starts. A server that serves each
+ * test from a new process (qperf forks one per test) or that restarted
+ * then never saw it again. Such a device reconnects, as a RoCE port comes
+ * back up with its peer: once the server's socket file is there, the
+ * port starts again with the engines standing still (their bursts must
+ * not meet the stop), and again after each second without a link, for
+ * up to link_wait_ms. One reconnection at a time (reconnecting); the
+ * device's opening runs one and waits for it, the port watch starts one
+ * on a thread of its own (the handshake needs the interrupt thread that
+ * runs the watch).
+ */
+static int watch_stopped;	/* the process is exiting: ports close */
+static uint32_t reconnects;	/* reconnect_thread()s running */
+
+static int
+memif_client_waits(struct ib_dev *dev, char *sock, size_t len)
+{
+	struct rte_eth_dev_info info;
+
+	return dev->link_seen && !link_is_up(dev->port_id) &&
+	       rte_eth_dev_info_get(dev->port_id, &info) == 0 &&
+	       strcmp(info.driver_name, "net_memif") == 0 &&
+	       memif_socket(dev->conf.port, "client", sock, len);
+}
+
+static void
+port_restart(void *arg)
+{
+	struct ib_dev *dev = arg;
+
+	(void)rte_eth_dev_stop(dev->port_id);
+	if (rte_eth_dev_start(dev->port_id) != 0)
+		IB_LOG(NOTICE, "%s: port %u did not start again",
+		       dev->conf.name, dev->port_id);
+}
+
+void
+hca_port_reconnect(struct ib_dev *dev)
+{
+	uint64_t end = rte_get_timer_cycles() +
+		       rte_get_timer_hz() / 1000 * dev->conf.link_wait_ms;
+	char sock[108];
+	struct stat st;
+	uint8_t no = 0;
+
+	if (!memif_client_waits(dev, sock, sizeof(sock)) ||
+	    !__atomic_compare_exchange_n(&dev->reconnecting, &no, 1, 0,
+					 __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return;
+	__atomic_store_n(&dev->linked, 0, __ATOMIC_RELEASE);
+	while (rte_get_timer_cycles() < end &&
+	       !__atomic_load_n(&watch_stopped, __ATOMIC_ACQUIRE)) {
+		if (stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode)) {
+			rte_delay_us_sleep(10000);
+			continue;
+		}
+		(void)ib_engine_exec(dev, port_restart, dev);
+		if (link_up_within(dev->port_id, 1000)) {
+			IB_LOG(INFO, "%s: memif reconnected", dev->conf.name);
+			break;
+		}
+	}
+	__atomic_store_n(&dev->reconnecting, 0, __ATOMIC_RELEASE);
+}
+
+static void *
+reconnect_thread(void *arg)
+{
+	hca_port_reconnect(arg);
+	__atomic_fetch_sub(&reconnects, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* From the port watch: a server back while the link is down. */
+static void
+reconnect_soon(struct ib_dev *dev)
+{
+	char sock[108];
+	struct stat st;
+	pthread_attr_t a;
+	pthread_t t;
+
+	if (__atomic_load_n(&dev->reconnecting, __ATOMIC_ACQUIRE) ||
+	    !memif_client_waits(dev, sock, sizeof(sock)) ||
+	    stat(sock, &st) != 0 || !S_ISSOCK(st.st_mode) ||
+	    pthread_attr_init(&a) != 0)
+		return;
+	__atomic_fetch_add(&reconnects, 1, __ATOMIC_ACQUIRE);
+	if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) != 0 ||
+	    pthread_create(&t, &a, reconnect_thread, dev) != 0)
+		__atomic_fetch_sub(&reconnects, 1, __ATOMIC_RELEASE);
+	pthread_attr_destroy(&a);
 }
 
 /*
@@ -393,8 +491,6 @@ hca_port_linked(struct ib_dev *dev)
  * QPs (the engines start with the first QP). A flap shorter than that
  * period can go unseen.
  */
-static int watch_stopped;	/* the process is exiting: ports close */
-
 static void
 port_watch(void *arg)
 {
@@ -405,6 +501,8 @@ port_watch(void *arg)
 	if (__atomic_load_n(&watch_stopped, __ATOMIC_ACQUIRE))
 		return;
 	up = link_is_up(dev->port_id);
+	if (!up)
+		reconnect_soon(dev);
 	rte_spinlock_lock(&dev->port_ev_lock);
 	if (up != dev->port_up) {
 		dev->port_up = (uint8_t)up;
@@ -419,13 +517,20 @@ port_watch(void *arg)
 }
 
 /* At exit, before the ports close: no watch looks at them any more
- * (rte_eal_alarm_cancel waits for one under way).
+ * (rte_eal_alarm_cancel waits for one under way), and no reconnection
+ * that one started restarts a port (each gives up within its second's
+ * wait for the link; bounded here all the same).
  */
 void
 hca_port_watch_stop(void)
 {
+	int ms;
+
 	__atomic_store_n(&watch_stopped, 1, __ATOMIC_RELEASE);
 	rte_eal_alarm_cancel(port_watch, (void *)-1);
+	for (ms = 0; ms < 3000 &&
+	     __atomic_load_n(&reconnects, __ATOMIC_ACQUIRE) != 0; ms++)
+		rte_delay_us_sleep(1000);
 }
 
 /* A context's async queue @async starts (@on) or stops getting them. */

@@ -632,6 +632,8 @@ struct ib_dev {
 	uint8_t ring_loop;	/* the embedded loopback's net_ring */
 	uint8_t icrc_skip;	/* frames sent unsealed, marked (ib_unsealed) */
 	uint8_t linked;		/* hca_port_linked ran since the link came up */
+	uint8_t link_seen;	/* ... once at least (hca_port_reconnect) */
+	uint8_t reconnecting;	/* hca_port_reconnect runs */
 	/* Port events (IBV_EVENT_PORT_ACTIVE, _ERR) to the contexts open on
 	 * the device: their async queues, and the link as last seen by the
 	 * watch on EAL's interrupt thread (ib_dev.c, port_watch).
