@@ -71,6 +71,7 @@ main(void)
 	RUN(remote_operational_error);
 	RUN(fence_waits_for_read);
 	RUN(rereg_mr_rules);
+	RUN(shared_pd_imports_in_process);
 	CHECK(ibv_dereg_mr(mr) == 0 && ibv_dealloc_pd(pd) == 0, "teardown");
 	CHECK(ibv_close_device(ctx) == 0, "close");
 	ibv_free_device_list(list);

@@ -196,6 +196,7 @@ void remote_operational_error(void);
 void fence_waits_for_read(void);
 void protection_domains_and_local_access(void);
 void rereg_mr_rules(void);
+void shared_pd_imports_in_process(void);
 void unresolved_peer_times_out(void);
 void reads_wait_for_neighbour(void);
 void path_follows_neighbour_mac(void);

@@ -199,3 +199,114 @@ rereg_mr_rules(void)
 	      ibv_destroy_cq(cq) == 0, "teardown");
 	free(area);
 }
+
+/*
+ * Shared objects within the process (ibv_import_device(3) and its PD and
+ * MR imports, as rdma-core's tests/test_shared_pd.py uses them): a dup of
+ * the context's cmd_fd opens a second context of the same file, in which
+ * the PD's and the MR's handles name them; a QP made in the imported PD,
+ * with a CQ of the second context, WRITEs with the imported MR's lkey into
+ * a QP of the original PD. A context of another file knows no handle;
+ * a descriptor that is no context's is EOPNOTSUPP; an imported PD keeps
+ * its original from being deallocated; the second context owns the dup.
+ */
+void
+shared_pd_imports_in_process(void)
+{
+	struct ibv_context *ctx2, *other;
+	struct ibv_pd *pd2, *ipd, *ipd2;
+	struct ibv_mr *imr;
+	struct ibv_cq *cq2, *cq, *ocq;
+	struct ibv_qp *a, *b;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC, .sq_sig_all = 1,
+		.cap = { .max_send_wr = 8, .max_recv_wr = 8,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE }, *bad;
+	uint32_t h2;
+	int fd, nul;
+
+	CHECK(ctx->cmd_fd >= 0, "cmd_fd %d", ctx->cmd_fd);
+	fd = dup(ctx->cmd_fd);
+	CHECK(fd >= 0, "dup cmd_fd: errno %d", errno);
+	ctx2 = ibv_import_device(fd);
+	CHECK(ctx2 != NULL && ctx2 != ctx && ctx2->device == ctx->device &&
+	      ctx2->cmd_fd == fd, "import_device: errno %d", errno);
+	nul = open("/dev/null", O_RDWR);
+	errno = 0;
+	CHECK(ibv_import_device(nul) == NULL && errno == EOPNOTSUPP,
+	      "import of a descriptor that is no context's: errno %d", errno);
+	close(nul);
+
+	ipd = ibv_import_pd(ctx2, pd->handle);
+	CHECK(ipd != NULL && ipd != pd && ipd->context == ctx2 &&
+	      ipd->handle == pd->handle, "import_pd: errno %d", errno);
+	errno = 0;
+	CHECK(ibv_import_pd(ctx2, pd->handle + 1000) == NULL && errno == EINVAL,
+	      "import of no PD: errno %d", errno);
+	other = ibv_open_device(ctx->device);
+	CHECK(other != NULL, "open_device");
+	errno = 0;
+	CHECK(ibv_import_pd(other, pd->handle) == NULL && errno == EINVAL,
+	      "a PD imported into a context of another file: errno %d", errno);
+	imr = ibv_import_mr(ipd, mr->handle);
+	CHECK(imr != NULL && imr->lkey == mr->lkey && imr->rkey == mr->rkey &&
+	      imr->length == mr->length && imr->pd == ipd && imr->addr == NULL,
+	      "import_mr: errno %d", errno);
+	errno = 0;
+	CHECK(ibv_import_mr(ipd, mr->handle ^ 0xffffff00u) == NULL &&
+	      errno == EINVAL, "import of no MR: errno %d", errno);
+	CHECK(ibv_dereg_mr(imr) == EINVAL, "dereg of an import");
+	CHECK(ibv_dealloc_pd(ipd) == EINVAL, "dealloc of an import");
+
+	/* Traffic: the imported PD's QP and the original's. */
+	cq2 = ibv_create_cq(ctx2, 16, NULL, NULL, 0);
+	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
+	ocq = ibv_create_cq(other, 16, NULL, NULL, 0);
+	CHECK(cq2 != NULL && cq != NULL && ocq != NULL, "create_cq");
+	ia.send_cq = ia.recv_cq = ocq;
+	errno = 0;
+	CHECK(ibv_create_qp(ipd, &ia) == NULL && errno == EINVAL,
+	      "a CQ of another file: errno %d", errno);
+	ia.send_cq = ia.recv_cq = cq2;
+	a = ibv_create_qp(ipd, &ia);
+	CHECK(a != NULL, "create_qp in the imported PD: errno %d", errno);
+	ia.send_cq = ia.recv_cq = cq;
+	b = ibv_create_qp(pd, &ia);
+	CHECK(b != NULL, "create_qp: errno %d", errno);
+	connect_pair(a, b);
+	fill_pattern(buf + 4096, 256, 41);
+	memset(buf + 8192, 0, 256);
+	sge = (struct ibv_sge){ (uintptr_t)buf + 4096, 256, imr->lkey };
+	wr.wr.rdma.remote_addr = (uintptr_t)buf + 8192;
+	wr.wr.rdma.rkey = mr->rkey;
+	CHECK(ibv_post_send(a, &wr, &bad) == 0, "post with the imported lkey");
+	expect(cq2, 5, IBV_WC_SUCCESS, NULL);
+	CHECK(memcmp(buf + 4096, buf + 8192, 256) == 0, "WRITE's bytes");
+	CHECK(ibv_destroy_qp(a) == 0 && ibv_destroy_qp(b) == 0, "destroy qps");
+	CHECK(ibv_destroy_cq(cq2) == 0 && ibv_destroy_cq(cq) == 0 &&
+	      ibv_destroy_cq(ocq) == 0, "destroy cqs");
+	ibv_unimport_mr(imr);
+	ibv_unimport_pd(ipd);
+
+	/* An imported PD keeps its original. */
+	pd2 = ibv_alloc_pd(ctx);
+	CHECK(pd2 != NULL && pd2->handle != pd->handle, "alloc_pd");
+	ipd2 = ibv_import_pd(ctx2, pd2->handle);
+	CHECK(ipd2 != NULL, "import_pd: errno %d", errno);
+	CHECK(ibv_dealloc_pd(pd2) == EBUSY, "dealloc of an imported PD");
+	ibv_unimport_pd(ipd2);
+	h2 = pd2->handle;
+	CHECK(ibv_dealloc_pd(pd2) == 0, "dealloc after unimport");
+	errno = 0;
+	CHECK(ibv_import_pd(ctx2, h2) == NULL && errno == EINVAL,
+	      "import of a deallocated PD: errno %d", errno);
+
+	CHECK(ibv_close_device(other) == 0, "close other");
+	CHECK(ibv_close_device(ctx2) == 0, "close imported");
+	CHECK(fcntl(fd, F_GETFD) == -1 && errno == EBADF,
+	      "the imported context's close left its cmd_fd open");
+}

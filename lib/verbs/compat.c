@@ -212,30 +212,6 @@ ibv_resolve_eth_l2_from_gid(struct ibv_context *ctx, struct ibv_ah_attr *attr,
 	return 0;
 }
 
-/* Sharing objects through a kernel file descriptor does not exist here. */
-struct ibv_context *
-ibv_import_device(int cmd_fd)
-{
-	(void)cmd_fd;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-struct ibv_pd *
-ibv_import_pd(struct ibv_context *ctx, uint32_t pd_handle)
-{
-	(void)ctx;
-	(void)pd_handle;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-void
-ibv_unimport_pd(struct ibv_pd *pd)
-{
-	(void)pd;
-}
-
 /* IBVERBS_PRIVATE_34 */
 
 int
@@ -542,21 +518,6 @@ ibv_set_ece(struct ibv_qp *qp, struct ibv_ece *ece)
 	(void)ece;
 	errno = EOPNOTSUPP;	/* set too, as rdma-core does */
 	return EOPNOTSUPP;
-}
-
-struct ibv_mr *
-ibv_import_mr(struct ibv_pd *pd, uint32_t mr_handle)
-{
-	(void)pd;
-	(void)mr_handle;
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-void
-ibv_unimport_mr(struct ibv_mr *mr)
-{
-	(void)mr;
 }
 
 struct ibv_dm *

@@ -131,6 +131,12 @@ link_wait(struct ib_dev *dev)
 struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
+	return dpib_open_context(device, -1);
+}
+
+struct ibv_context *
+dpib_open_context(struct ibv_device *device, int cmd_fd)
+{
 	struct dpib_context *c = calloc(1, sizeof(*c));
 	struct ibv_context *ctx;
 
@@ -148,10 +154,15 @@ ibv_open_device(struct ibv_device *device)
 	c->vctx.create_qp_ex = dpib_create_qp_ex;
 	ctx = &c->vctx.context;
 	ctx->device = device;
-	ctx->cmd_fd = -1;
 	/* Asynchronous events arrive through this descriptor. */
 	c->async = ib_evq_async();
 	if (c->async == NULL) {
+		free(c);
+		return NULL;
+	}
+	/* The context's file (share.c): what ibv_import_device takes. */
+	if (dpib_share_open(c, cmd_fd) != 0) {
+		ib_evq_free(c->async);
 		free(c);
 		return NULL;
 	}
@@ -181,6 +192,7 @@ ibv_close_device(struct ibv_context *ctx)
 
 	hca_port_events(c->dev->hw, c->async, 0);
 	ib_evq_free(c->async);
+	dpib_share_close(c);
 	pthread_mutex_destroy(&ctx->mutex);
 	free(c);
 	return 0;

@@ -16,23 +16,44 @@
 
 /* A pointer result: NULL with errno set by the HCA. An int: 0 or errno. */
 
+/*
+ * An imported PD (share.c) stands for its original: objects are made in
+ * the original (dpib_pd), whose context they then have.
+ */
 struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *ctx)
 {
-	return hca_alloc_pd(ctx);
+	struct ibv_pd *pd = hca_alloc_pd(ctx);
+
+	if (pd != NULL)
+		dpib_share_pd(pd);
+	return pd;
 }
 
 int
 ibv_dealloc_pd(struct ibv_pd *pd)
 {
-	return hca_dealloc_pd(pd);
+	int err = dpib_share_pd_dealloc(pd);
+
+	if (err == 0)
+		err = hca_dealloc_pd(pd);
+	if (err == 0)
+		dpib_share_pd_gone(pd);
+	return err;
 }
 
+/* An MR's handle is its lkey (ibv_import_mr). */
 struct ibv_mr *
 ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
 		 unsigned int access)
 {
-	return hca_reg_mr(ctx_hw(pd->context), pd, addr, length, iova, access);
+	struct ibv_mr *mr;
+
+	pd = dpib_pd(pd);
+	mr = hca_reg_mr(ctx_hw(pd->context), pd, addr, length, iova, access);
+	if (mr != NULL)
+		mr->handle = mr->lkey;
+	return mr;
 }
 
 struct ibv_mr *
@@ -69,18 +90,26 @@ ibv_rereg_mr(struct ibv_mr *mr, int flags, struct ibv_pd *pd, void *addr,
 		errno = EINVAL;
 		return IBV_REREG_MR_ERR_INPUT;
 	}
-	err = hca_rereg_mr(ctx_hw(mr->context), mr, flags, pd, addr, length,
-			   access);
+	if (dpib_mr_imported(mr)) {
+		errno = EINVAL;		/* the creator's to change */
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	err = hca_rereg_mr(ctx_hw(mr->context), mr, flags, dpib_pd(pd), addr,
+			   length, access);
 	if (err) {
 		errno = err;
 		return IBV_REREG_MR_ERR_CMD;
 	}
+	mr->handle = mr->lkey;
 	return 0;
 }
 
+/* An import is released by ibv_unimport_mr; its creator deregisters. */
 int
 ibv_dereg_mr(struct ibv_mr *mr)
 {
+	if (dpib_mr_imported(mr))
+		return EINVAL;
 	return hca_dereg_mr(ctx_hw(mr->context), mr);
 }
 
@@ -88,6 +117,7 @@ ibv_dereg_mr(struct ibv_mr *mr)
 struct ibv_mw *
 dpib_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 {
+	pd = dpib_pd(pd);
 	return hca_alloc_mw(ctx_hw(pd->context), pd, type);
 }
 
@@ -123,15 +153,19 @@ ibv_resize_cq(struct ibv_cq *cq, int cqe)
 	return hca_resize_cq(cq, cqe);
 }
 
+/* Its CQs (and SRQ) from the PD's context, or one of the same file. */
 struct ibv_qp *
 ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *init)
 {
 	if (init->send_cq == NULL || init->recv_cq == NULL ||
-	    init->send_cq->context != pd->context ||
-	    init->recv_cq->context != pd->context) {
+	    !dpib_same_file(init->send_cq->context, pd->context) ||
+	    !dpib_same_file(init->recv_cq->context, pd->context) ||
+	    (init->srq != NULL &&
+	     !dpib_same_file(init->srq->context, pd->context))) {
 		errno = EINVAL;
 		return NULL;
 	}
+	pd = dpib_pd(pd);
 	return hca_create_qp(ctx_hw(pd->context), pd, init,
 			     to_dctx(pd->context)->async);
 }
@@ -173,6 +207,7 @@ ibv_destroy_qp(struct ibv_qp *qp)
 struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
 {
+	pd = dpib_pd(pd);
 	return hca_create_srq(ctx_hw(pd->context), pd, init,
 			      to_dctx(pd->context)->async);
 }
@@ -198,6 +233,7 @@ ibv_destroy_srq(struct ibv_srq *srq)
 struct ibv_ah *
 ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	pd = dpib_pd(pd);
 	return hca_create_ah(ctx_hw(pd->context), pd, attr);
 }
 

@@ -17,7 +17,7 @@ check_init(struct ibv_context *ctx, const struct ibv_qp_init_attr_ex *attr)
 	if (err)
 		return err;
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL ||
-	    attr->pd->context != ctx)
+	    !dpib_same_file(attr->pd->context, ctx))
 		return EINVAL;
 	return 0;
 }

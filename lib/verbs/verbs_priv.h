@@ -4,6 +4,8 @@
 #ifndef VERBS_PRIV_H
 #define VERBS_PRIV_H
 
+#include <sys/queue.h>
+#include <sys/types.h>
 #include <infiniband/verbs.h>
 #include <rte_log.h>
 
@@ -51,6 +53,9 @@ struct dpib_context {
 	struct verbs_context vctx;	/* ends with struct ibv_context */
 	struct dpib_device *dev;
 	struct ib_evq *async;		/* its fd is the context's async_fd */
+	dev_t file_dev;			/* cmd_fd's file (share.c) */
+	ino_t file_ino;
+	LIST_ENTRY(dpib_context) share_link;
 };
 
 struct dpib_channel {
@@ -92,6 +97,19 @@ int dpib_query_rt_values(struct ibv_context *ctx, struct ibv_values_ex *values);
 /* qp_ex.c */
 struct ibv_qp *dpib_create_qp_ex(struct ibv_context *ctx,
 				 struct ibv_qp_init_attr_ex *attr);
+
+/* device.c: a context on @device, with @cmd_fd (-1: a new file) */
+struct ibv_context *dpib_open_context(struct ibv_device *device, int cmd_fd);
+
+/* share.c: contexts' files, imported PDs and MRs */
+int dpib_share_open(struct dpib_context *c, int fd);
+void dpib_share_close(struct dpib_context *c);
+int dpib_same_file(struct ibv_context *a, struct ibv_context *b);
+void dpib_share_pd(struct ibv_pd *pd);
+int dpib_share_pd_dealloc(struct ibv_pd *pd);
+void dpib_share_pd_gone(struct ibv_pd *pd);
+struct ibv_pd *dpib_pd(struct ibv_pd *pd);
+int dpib_mr_imported(struct ibv_mr *mr);
 
 /* telemetry.c */
 void dpib_telemetry_register(void);

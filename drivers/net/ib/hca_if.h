@@ -25,6 +25,7 @@ struct ib_evq;
 /* ib_obj.c: verbs objects, created and destroyed with their references */
 struct ibv_pd *hca_alloc_pd(struct ibv_context *ctx);
 int hca_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *hca_mr_of_key(struct ib_dev *dev, uint32_t key);
 struct ibv_mr *hca_reg_mr(struct ib_dev *dev, struct ibv_pd *pd, void *addr,
 			  size_t length, uint64_t iova, unsigned int access);
 int hca_rereg_mr(struct ib_dev *dev, struct ibv_mr *mr, int flags,

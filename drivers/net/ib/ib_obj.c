@@ -87,6 +87,15 @@ hca_rereg_mr(struct ib_dev *dev, struct ibv_mr *ibmr, int flags,
 	return 0;
 }
 
+/* The live MR of an lkey or rkey, or NULL. */
+struct ibv_mr *
+hca_mr_of_key(struct ib_dev *dev, uint32_t key)
+{
+	struct ib_mr *mr = ib_mr_lookup(dev, key);
+
+	return mr != NULL && mr->key == key ? &mr->ibv : NULL;
+}
+
 int
 hca_dereg_mr(struct ib_dev *dev, struct ibv_mr *ibmr)
 {
@@ -190,9 +199,12 @@ create_qp(struct ib_dev *dev, struct ibv_pd *pd, struct ibv_qp_init_attr *init,
 	struct ib_qp *qp;
 	int err;
 
+	/* The library checks the contexts (an imported PD's and its
+	 * original's differ); here the device.
+	 */
 	if (init->send_cq == NULL || init->recv_cq == NULL ||
-	    init->send_cq->context != pd->context ||
-	    init->recv_cq->context != pd->context) {
+	    to_cq(init->send_cq)->dev != dev ||
+	    to_cq(init->recv_cq)->dev != dev) {
 		errno = EINVAL;
 		return NULL;
 	}
