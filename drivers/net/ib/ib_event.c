@@ -135,10 +135,12 @@ evq_wait_inline(struct ib_evq *e, uint64_t *v, int nonblock)
 	sigset_t held, orig;
 	int ret;
 
-	if (nonblock) {
-		(void)ib_engine_progress();
-		return read(e->efd, v, sizeof(*v)) == sizeof(*v) ? 0 : -errno;
-	}
+	/* An event there already (or a non-blocking call) costs no masks. */
+	(void)ib_engine_progress();
+	if (read(e->efd, v, sizeof(*v)) == sizeof(*v))
+		return 0;
+	if (errno != EAGAIN || nonblock)
+		return -errno;
 	sigfillset(&held);
 	sigdelset(&held, SIGSEGV);
 	sigdelset(&held, SIGBUS);
