@@ -44,8 +44,10 @@
 #include <malloc.h>
 #include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <arpa/inet.h>
 #include <rdma/rdma_cma.h>
@@ -3867,6 +3869,92 @@ run_connect(int full)
 	RUN(get_event_on_destroyed_channel_sleeps);
 }
 
+/*
+ * A blocking rdma_get_cm_event is a read of the kernel's rdma_cm fd: a
+ * signal whose handler lacks SA_RESTART ends it with EINTR, one with
+ * SA_RESTART does not. A thread resolves an address on the channel's id
+ * (its ADDR_RESOLVED is the event): at 300 ms after a SA_RESTART alarm of
+ * 50 ms, at 1.5 s (the wait's watchdog) after the other.
+ */
+static volatile sig_atomic_t cm_alarms;
+
+static void
+cm_on_alarm(int sig)
+{
+	(void)sig;
+	cm_alarms++;
+}
+
+struct resolve_later {
+	struct rdma_cm_id *id;
+	int ms;
+};
+
+static void *
+resolve_later(void *arg)
+{
+	struct resolve_later *r = arg;
+	struct sockaddr_in d = loopback(PORT);
+
+	usleep((useconds_t)r->ms * 1000);
+	CHECK(rdma_resolve_addr(r->id, NULL, (struct sockaddr *)&d, 2000) == 0,
+	      "resolve_addr: errno %d", errno);
+	return NULL;
+}
+
+static void
+get_event_interrupted_as_read(void)
+{
+	struct itimerval it = { .it_value = { .tv_usec = 50000 } };
+	struct sigaction sa = { .sa_handler = cm_on_alarm }, old;
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *ev = NULL;
+	struct resolve_later r;
+	sig_atomic_t before;
+	double t0, took;
+	pthread_t t;
+	int restart, ret, err;
+
+	for (restart = 0; restart < 2; restart++) {
+		ch = rdma_create_event_channel();
+		CHECK(ch != NULL, "create_event_channel");
+		CHECK(rdma_create_id(ch, &r.id, NULL, RDMA_PS_TCP) == 0, "id");
+		r.ms = restart ? 300 : 1500;
+		sa.sa_flags = restart ? SA_RESTART : 0;
+		sigemptyset(&sa.sa_mask);
+		CHECK(sigaction(SIGALRM, &sa, &old) == 0, "sigaction");
+		CHECK(pthread_create(&t, NULL, resolve_later, &r) == 0,
+		      "thread");
+		before = cm_alarms;
+		CHECK(setitimer(ITIMER_REAL, &it, NULL) == 0, "setitimer");
+		t0 = check_now();
+		errno = 0;
+		ret = rdma_get_cm_event(ch, &ev);
+		err = errno;
+		took = check_now() - t0;
+		CHECK(cm_alarms == before + 1, "the alarm did not come");
+		if (!restart) {
+			CHECK(ret == -1 && err == EINTR && took < 1.0,
+			      "no SA_RESTART: returned %d (errno %d) after "
+			      "%.3f s, want EINTR at the alarm", ret, err, took);
+			CHECK(pthread_join(t, NULL) == 0, "join");
+			ev = expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED, r.id,
+				    EV_WAIT);
+		} else {
+			CHECK(ret == 0 && took > 0.2,
+			      "SA_RESTART: returned %d (errno %d) after %.3f "
+			      "s, want the event at 0.3 s", ret, err, took);
+			CHECK(ev->event == RDMA_CM_EVENT_ADDR_RESOLVED,
+			      "%s", rdma_event_str(ev->event));
+			CHECK(pthread_join(t, NULL) == 0, "join");
+		}
+		ack(ev);
+		CHECK(sigaction(SIGALRM, &old, NULL) == 0, "sigaction back");
+		CHECK(rdma_destroy_id(r.id) == 0, "destroy id");
+		rdma_destroy_event_channel(ch);
+	}
+}
+
 /* ---- synchronous ids ----------------------------------------------------- */
 
 /*
@@ -4107,6 +4195,7 @@ main(int argc, char **argv)
 		RUN(nonblock_migrate_only_waiting_event);
 		RUN(nonblock_teardown_ids);
 		RUN(nonblock_connection_driven_by_epoll);
+		RUN(get_event_interrupted_as_read);
 	} else {
 		fprintf(stderr, "usage: %s connect|lost|reject|unreachable|"
 			"forged|rxe|inflight|mra|notify|nonblock|sync\n", argv[0]);

@@ -9,6 +9,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -275,13 +278,53 @@ cma_report(struct cma_id *c, enum rdma_cm_event_type t, int status)
 		cma_event_post(c, e);
 }
 
+/*
+ * The kernel's rdma_ucm ends a blocking rdma_get_cm_event with EINTR when
+ * a signal's handler without SA_RESTART runs (a server's SIGINT handler
+ * that sets a flag stops its event loop that way). Which signal came is
+ * not known after poll(): any such handler the thread lets through counts.
+ */
+static int
+signal_ends_wait(void)
+{
+	struct sigaction sa;
+	sigset_t cur;
+	int sig;
+
+	if (pthread_sigmask(SIG_BLOCK, NULL, &cur) != 0)
+		return 0;
+	for (sig = 1; sig < NSIG; sig++)
+		if (sigismember(&cur, sig) != 1 &&
+		    sigaction(sig, NULL, &sa) == 0 &&
+		    sa.sa_handler != SIG_DFL && sa.sa_handler != SIG_IGN &&
+		    !(sa.sa_flags & SA_RESTART))
+			return 1;
+	return 0;
+}
+
+/* Wait, unlocked, for the channel's fd to turn readable: 1 when a signal
+ * ended the wait as it ends the kernel's, else 0 (look again).
+ */
+static int
+chan_wait(struct cma_chan *ch)
+{
+	struct pollfd p = { .fd = ch->ch.fd, .events = POLLIN };
+	int n, err;
+
+	pthread_mutex_unlock(&cma.lock);
+	n = poll(&p, 1, -1);
+	err = errno;
+	pthread_mutex_lock(&cma.lock);
+	return n < 0 && err == EINTR && signal_ends_wait();
+}
+
 int
 rdma_get_cm_event(struct rdma_event_channel *channel,
 		  struct rdma_cm_event **event)
 {
 	struct cma_chan *ch = to_chan(channel);
 	struct cma_event *e;
-	int nonblock;
+	int nonblock, intr = 0;
 
 	if (event == NULL)
 		return ERR(EINVAL);
@@ -294,8 +337,12 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 		   (fcntl(ch->ch.fd, F_GETFL) & O_NONBLOCK) != 0;
 	ch->waiters++;
 	while ((ch->dead || (e = TAILQ_FIRST(&ch->events)) == NULL) &&
-	       !nonblock)
-		pthread_cond_wait(&ch->cond, &cma.lock);
+	       !nonblock && !intr) {
+		if (ch->dead)
+			pthread_cond_wait(&ch->cond, &cma.lock);
+		else
+			intr = chan_wait(ch);
+	}
 	ch->waiters--;
 	if (e != NULL) {
 		TAILQ_REMOVE(&ch->events, e, link);
@@ -316,7 +363,7 @@ rdma_get_cm_event(struct rdma_event_channel *channel,
 	}
 	pthread_mutex_unlock(&cma.lock);
 	if (e == NULL)
-		return ERR(EAGAIN);
+		return ERR(intr ? EINTR : EAGAIN);
 	*event = &e->ev;
 	return 0;
 }
