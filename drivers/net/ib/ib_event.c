@@ -87,10 +87,6 @@ ib_evq_push(struct ib_evq *e, const void *rec)
 }
 
 /*
- * Application: take one record, blocking unless the descriptor is
- * non-blocking. Records purged after they were counted are skipped.
- */
-/*
  * Would a signal that interrupted a wait have interrupted the kernel's
  * read() on a verbs descriptor? Only one whose handler lacks SA_RESTART
  * (qperf's SIGALRM ends its ibv_get_cq_event that way; perftest's,
@@ -172,6 +168,10 @@ evq_wait_inline(struct ib_evq *e, uint64_t *v, int nonblock)
 	return ret;
 }
 
+/*
+ * Application: take one record, blocking unless the descriptor is
+ * non-blocking. Records purged after they were counted are skipped.
+ */
 int
 ib_evq_pop(struct ib_evq *e, void *rec)
 {

@@ -87,13 +87,13 @@ hca_rereg_mr(struct ib_dev *dev, struct ibv_mr *ibmr, int flags,
 	return 0;
 }
 
-/* The live MR of an lkey or rkey, or NULL. */
+/* The live MR of an lkey or rkey (the whole key, generation too), or NULL. */
 struct ibv_mr *
 hca_mr_of_key(struct ib_dev *dev, uint32_t key)
 {
 	struct ib_mr *mr = ib_mr_lookup(dev, key);
 
-	return mr != NULL && mr->key == key ? &mr->ibv : NULL;
+	return mr != NULL ? &mr->ibv : NULL;
 }
 
 int
