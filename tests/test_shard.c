@@ -24,6 +24,15 @@
  * another thread, while that engine serves nothing (a WRITE posted
  * meanwhile stays unsent until it returns); EAGAIN before the engine
  * runs, EDEADLK from the lent lcore itself, ENOTSUP in inline mode.
+ * And control calls beside traffic that comes and goes: a thread
+ * registers and deregisters MRs and cycles a spare QP through RESET and
+ * INIT while this one sends rounds of WRITEs on pairs of both engines,
+ * with pauses between the rounds long enough for the loops to go to
+ * sleep. A call finds a loop asleep (it runs at once in the caller, under
+ * the loop's pass lock) or awake (the loop runs it between two passes):
+ * in adaptive mode both happen (counters engine_ctl_direct and
+ * engine_ctl_queued), in inline mode every call is direct; every byte
+ * lands where it was written.
  */
 #include <arpa/inet.h>
 #include <pthread.h>
@@ -665,6 +674,108 @@ placement_cq(void)
 		CHECK(ibv_destroy_cq(cq[i]) == 0, "destroy cq");
 }
 
+/* control_beside_sleep's control thread. */
+struct churner {
+	struct ibv_qp *spare;
+	uint8_t *mem;
+	atomic_int stop;
+	uint32_t rounds;
+};
+
+static void *
+churn_control(void *arg)
+{
+	struct churner *c = arg;
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+	struct ibv_qp_attr reset = { .qp_state = IBV_QPS_RESET };
+
+	while (!atomic_load(&c->stop)) {
+		struct ibv_mr *m = ibv_reg_mr(pd, c->mem + (c->rounds % 16) * 4096,
+					      4096, IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE);
+
+		CHECK(m != NULL, "reg_mr errno %d", errno);
+		CHECK(ibv_modify_qp(c->spare, &init, IBV_QP_STATE |
+				    IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				    IBV_QP_ACCESS_FLAGS) == 0, "modify INIT");
+		CHECK(ibv_modify_qp(c->spare, &reset, IBV_QP_STATE) == 0,
+		      "modify RESET");
+		CHECK(ibv_dereg_mr(m) == 0, "dereg_mr");
+		c->rounds++;
+	}
+	return NULL;
+}
+
+static void
+control_beside_sleep(void)
+{
+	const char *mode = getenv("DPIB_ENGINE_MODE");
+	int inline_mode = mode != NULL && strcmp(mode, "inline") == 0;
+	uint64_t direct0 = dev_counter(ctx, "engine_ctl_direct");
+	uint64_t queued0 = dev_counter(ctx, "engine_ctl_queued");
+	uint64_t direct, queued;
+	struct churner c = { .mem = malloc(16 * 4096) };
+	struct ibv_cq *cq[2];
+	struct ibv_qp *q[4];
+	struct ibv_wc wc;
+	uint32_t seed = 17, r, k, off[4], len[4];
+	pthread_t t;
+	int i, engines[2] = { 0, 0 };
+
+	CHECK(c.mem != NULL, "malloc");
+	for (i = 0; i < 2; i++)
+		cq[i] = ibv_create_cq(ctx, 256, NULL, NULL, 0);
+	for (i = 0; i < 4; i++) {
+		q[i] = rc_qp(cq[i & 1], cq[i & 1], NULL);
+		engines[engine_of(q[i])] = 1;
+	}
+	CHECK(engines[0] && engines[1], "the pairs are on one engine");
+	connect2(q[0], q[2]);
+	connect2(q[1], q[3]);
+	c.spare = rc_qp(cq[0], cq[0], NULL);
+	CHECK(pthread_create(&t, NULL, churn_control, &c) == 0, "thread");
+	for (r = 0; r < 400; r++) {
+		for (k = 0; k < 4; k++) {
+			seed = seed * 1103515245u + 12345u;
+			len[k] = 1 + (seed >> 8) % 8192;
+			off[k] = (seed >> 20) % 32;
+			fill_pattern(SRC(off[k]), len[k], r * 4 + k);
+			memset(DST(off[k] + 32 * (k & 1)), 0, len[k]);
+		}
+		for (k = 0; k < 4; k++) {
+			uint32_t d = off[k] + 32 * (k & 1);
+
+			CHECK(post(q[k & 1], IBV_WR_RDMA_WRITE, SRC(off[k]),
+				   DST(d), len[k], k) == 0, "post");
+			expect_ok(cq[k & 1], &wc);
+			CHECK(wc.wr_id == k, "wr %lu", (unsigned long)wc.wr_id);
+			CHECK(memcmp(SRC(off[k]), DST(d), len[k]) == 0,
+			      "round %u, WRITE %u: bytes differ", r, k);
+		}
+		usleep((seed >> 4) % 400);	/* the loops' spin is 50 us */
+	}
+	atomic_store(&c.stop, 1);
+	CHECK(pthread_join(t, NULL) == 0, "join");
+	direct = dev_counter(ctx, "engine_ctl_direct") - direct0;
+	queued = dev_counter(ctx, "engine_ctl_queued") - queued0;
+	printf("  %u control rounds: %lu direct, %lu queued\n", c.rounds,
+	       (unsigned long)direct, (unsigned long)queued);
+	CHECK(c.rounds > 0, "no control call ran");
+	CHECK(direct > 0, "no control call ran beside a sleeping loop");
+	if (inline_mode)
+		CHECK(queued == 0, "%lu queued in inline mode",
+		      (unsigned long)queued);
+	else
+		CHECK(queued > 0, "no control call met an awake loop");
+	CHECK(ibv_destroy_qp(c.spare) == 0, "destroy spare");
+	for (i = 0; i < 4; i++)
+		CHECK(ibv_destroy_qp(q[i]) == 0, "destroy");
+	for (i = 0; i < 2; i++)
+		CHECK(ibv_destroy_cq(cq[i]) == 0, "destroy cq");
+	free(c.mem);
+}
+
 int
 main(void)
 {
@@ -682,6 +793,7 @@ main(void)
 		RUN(multicast_engines);
 		RUN(moving_load);
 		RUN(loopback_unread);
+		RUN(control_beside_sleep);
 	} else {
 		RUN(placement_cq);
 	}

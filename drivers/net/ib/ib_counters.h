@@ -91,7 +91,9 @@
 	X(LOOP_MOVES,		"engine_loop_cpu_moves") \
 	X(POLL_LINGER_ANSWERED,	"poll_linger_answered") \
 	X(POLL_LINGER_MISSED,	"poll_linger_missed") \
-	X(UNMAP_FENCE,		"engine_unmap_fences")
+	X(UNMAP_FENCE,		"engine_unmap_fences") \
+	X(CTL_DIRECT,		"engine_ctl_direct") \
+	X(CTL_QUEUED,		"engine_ctl_queued")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {
