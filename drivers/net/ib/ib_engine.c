@@ -1343,7 +1343,6 @@ static void
 park_here(void *arg)
 {
 	struct world *w = arg;
-
 	uint32_t tries = 0;
 
 	__atomic_fetch_add(&w->arrived, 1, __ATOMIC_ACQ_REL);
