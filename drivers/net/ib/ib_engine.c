@@ -1090,7 +1090,7 @@ engine_fds(struct ib_engine *e)
 static int
 engine_hold(struct ib_engine *e)
 {
-	return !ib_engine_inline && rte_spinlock_trylock(&e->run);
+	return rte_spinlock_trylock(&e->run);	/* callers: not inline mode */
 }
 
 /*
