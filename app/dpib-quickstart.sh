@@ -23,7 +23,7 @@ packages=(
 	tshark python3-scapy
 	qemu-system-x86 debootstrap e2fsprogs
 	ucx-utils openmpi-bin libopenmpi-dev gdb
-	librdmacm-dev rdmacm-utils
+	librdmacm-dev rdmacm-utils infiniband-diags
 )
 
 as_root() {

@@ -68,6 +68,32 @@ if grep -qx "1: CA" "$tmp/sys" && grep -qx "4: ACTIVE" "$tmp/sys" &&
 else
 	bad "sysfs tree"; cat "$tmp/sys"
 fi
+# rdma-core's diagnostics read the tree and never call verbs: dpib-run
+# fills it for them. Not on memif, whose bring-up would wait for the peer
+# (link_wait_ms): there the program finds an empty tree at once.
+"$run" ibstat >"$tmp/ibstat" 2>&1
+"$run" ibstatus >"$tmp/ibstatus" 2>&1
+if grep -qx "CA 'dpib0'" "$tmp/ibstat" &&
+   grep -q "State: Active" "$tmp/ibstat" &&
+   grep -q "Link layer: Ethernet" "$tmp/ibstat" &&
+   grep -q "Node GUID: 0x$("$run" ibv_devinfo | awk '/node_guid/ { gsub(":", "", $2); print $2 }')$" \
+	"$tmp/ibstat" &&
+   grep -q "default gid:.*0000:0000:0000:0000:0000:ffff:7f00:0001" \
+	"$tmp/ibstatus" && grep -q "state:.*4: ACTIVE" "$tmp/ibstatus"; then
+	ok "ibstat and ibstatus list dpib0 as ibv_devinfo does"
+else
+	bad "ibstat / ibstatus"; cat "$tmp/ibstat" "$tmp/ibstatus"
+fi
+printf '[device dpib0]\nport = net_memif0,socket=%s/m.sock,socket-abstract=no,role=server\nip = 192.0.2.1\nlink_wait_ms = 20000\n' \
+	"$tmp" >"$tmp/memif-wait.conf"
+t0=$SECONDS
+timeout 15 "$run" -c "$tmp/memif-wait.conf" ibstat >"$tmp/ibstat" 2>&1
+if [ $((SECONDS - t0)) -lt 10 ] && ! grep -q "dpib0" "$tmp/ibstat"; then
+	ok "memif: no bring-up before a program that does not call verbs"
+else
+	bad "memif: dpib-run brought the device up ($((SECONDS - t0)) s)"
+	cat "$tmp/ibstat"
+fi
 if [ "$(ls -d /dev/infiniband 2>/dev/null)" = "$host_dev" ] &&
    [ "$(ls -d /sys/class/infiniband 2>/dev/null)" = "$host_sys" ]; then
 	ok "the host's /dev and /sys unchanged"

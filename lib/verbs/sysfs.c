@@ -202,6 +202,7 @@ device_tree(const char *root, struct dpib_device *d)
 		      put(dir, "node_type", "1: CA\n") ?:
 		      put(dir, "node_desc", "dpib %s\n", d->ibv.name) ?:
 		      put(dir, "fw_ver", "0.1.0\n") ?:
+		      put(dir, "hw_rev", "0x0\n") ?:
 		      put(dir, "hca_type", "dpib\n");
 	if (ret != 0)
 		return ret;
