@@ -192,6 +192,15 @@ memif_link() {
 	rows memif
 	T=60 cm_pair memif cmtime_ok a b "cmtime -b ${ip[a]}" \
 		"cmtime -s ${ip[a]} -c 1000" stays
+	# The same with engine lcores that sleep when idle (adaptive, the
+	# default mode): each connection's control calls run beside loops
+	# asleep in epoll, and the programs' CM threads beside awake ones.
+	sed -i "s/^mode = inline$/mode = adaptive/" "$tmp/a.conf" "$tmp/b.conf"
+	T=60 cm_pair "memif adaptive" cmtime_ok a b "cmtime -b ${ip[a]}" \
+		"cmtime -s ${ip[a]} -c 1000" stays
+	cm_pair "memif adaptive" rping_ok a b "rping -s -a ${ip[a]} -C 100" \
+		"rping -c -a ${ip[a]} -C 100 -v -V"
+	sed -i "s/^mode = adaptive$/mode = inline/" "$tmp/a.conf" "$tmp/b.conf"
 	cm_pair "memif IPv6" rping_ok a b "rping -s -a 2001:db8::1 -C 100" \
 		"rping -c -a 2001:db8::1 -C 100 -v -V"
 	cm_pair "memif IPv6" transfers_ok a b "ucmatose -c 10" \
