@@ -108,6 +108,24 @@ target_ok() {
 		paste -sd' '
 }
 
+# idle_ok SERVER_LOG CLIENT_LOG: both sides' verdicts and the client's
+# figure; over memif the server's engine slept on its ring's interrupt
+# (the memif protocol's, which DPDK 22.11's PMD offers no API for) and
+# its peer's frames woke it: at least half of the 20 READs.
+idle_ok() {
+	local n
+	grep -q "^ok - server idle" "$1" && grep -q "^ok - client idle" "$2" ||
+		return 1
+	if grep -q net_memif "$tmp/s.conf"; then
+		n=$(awk '$2 == "engine_memif_interrupts" { print $3 }' \
+			"$tmp/s.cnt")
+		[ "${n:-0}" -ge 10 ] || return 1
+		echo "$(sed -n 's/^idle: //p' "$2"); $n ring interrupts"
+	else
+		sed -n 's/^idle: //p' "$2"
+	fi
+}
+
 # tap_ok SERVER_LOG CLIENT_LOG: target_ok, and the server's engine woke
 # on the packet tap.
 tap_ok() {
@@ -154,6 +172,14 @@ targets() {
 			"$target" rnr -
 		two "$link" "client $mode" target_ok "" \
 			"DPIB_FAULTS=drop=0.2,nak_drop=2,seed=3" -- "$target" timeout -
+	done
+	# A target asleep in poll() for 20 ms before each READ: its engine
+	# went to sleep and must wake for it (the figure: how soon).
+	for mode in inline adaptive; do
+		confs "$link" $mode inline
+		rm -f "$tmp/s.cnt"
+		two "$link" "server $mode, idle" idle_ok \
+			"DPIB_EXIT_COUNTERS=$tmp/s.cnt" "" -- "$target" idle -
 	done
 	# A client that leaves mid-stream, READ responses still being sent:
 	# memif's PMD unmaps the link's memory on the interrupt thread, which

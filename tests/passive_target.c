@@ -24,13 +24,19 @@
  *            arrive. They must all arrive while the client sleeps: its
  *            transport timer resent what was lost.
  *
+ *   idle     a measurement: the client sleeps IDLE_GAP_MS, then READs 8
+ *            bytes from the server (asleep in poll()), N times (20), and
+ *            prints the median and the longest time a READ took: how
+ *            soon a target's engine that went to sleep answers the next
+ *            request (its loop sleeping on the port's wake-up, or napping
+ *            where the port has none).
  *   abandon  the client keeps 64 KiB READs outstanding and, after N
  *            (2000), leaves without a word (_exit); the server sleeps in
  *            poll() until its socket closes and must live on; over memif
  *            its engine must have been fenced before the link's shared
  *            memory was unmapped (engine_unmap_fences).
  *
- * Usage: passive_target ops|rnr|timeout|abandon [N|-] [SERVER_IP]
+ * Usage: passive_target ops|rnr|timeout|abandon|idle [N|-] [SERVER_IP]
  * (N: ops, 100000; with SERVER_IP it is the client, as in perftest)
  * The device is the configuration's first (DPIB_CONF); GID index 0.
  */
@@ -55,6 +61,7 @@
 #define GUARD_OFF	(ATOM_OFF + 16)	/* never written: must stay zero */
 #define DEPTH		32		/* ops outstanding */
 #define WAIT_MS		20000		/* the sleeping side's bound */
+#define IDLE_GAP_MS	20		/* idle: the sleep before each READ */
 
 struct dest {
 	uint32_t qpn, psn, rkey, pad;
@@ -673,6 +680,42 @@ timeout_server(void)
 	say('T');
 }
 
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+idle_client(uint32_t n)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)T.buf, .length = 8, .lkey = T.mr->lkey,
+	};
+	struct ibv_send_wr wr = {
+		.sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_RDMA_READ,
+		.send_flags = IBV_SEND_SIGNALED,
+		.wr.rdma = { .remote_addr = T.peer.addr, .rkey = T.peer.rkey },
+	}, *bad;
+	double *t = calloc(n, sizeof(*t)), t0;
+	uint32_t i;
+
+	CHECK(t != NULL && n > 0, "%u rounds", n);
+	for (i = 0; i < n; i++) {
+		CHECK(usleep(IDLE_GAP_MS * 1000) == 0, "usleep");
+		t0 = check_now();
+		CHECK(ibv_post_send(T.qp, &wr, &bad) == 0, "post READ");
+		complete(1, WAIT_MS);
+		t[i] = (check_now() - t0) * 1e6;
+	}
+	qsort(t, n, sizeof(*t), cmp_double);
+	printf("idle: READ after %d ms idle: median %.1f us, max %.1f us "
+	       "(%u rounds)\n", IDLE_GAP_MS, t[n / 2], t[n - 1], n);
+	free(t);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -680,7 +723,7 @@ main(int argc, char **argv)
 	uint8_t timeout = 14, rnr_timer = 12;
 
 	if (argc < 2 || argc > 4) {
-		fprintf(stderr, "usage: %s ops|rnr|timeout|abandon [N|-] "
+		fprintf(stderr, "usage: %s ops|rnr|timeout|abandon|idle [N|-] "
 			"[SERVER_IP]\n",
 			argv[0]);
 		return 2;
@@ -689,7 +732,8 @@ main(int argc, char **argv)
 	T.test = argv[1];
 	n = argc > 2 && strcmp(argv[2], "-") != 0 ?
 	    (uint32_t)strtoul(argv[2], NULL, 0) :
-	    strcmp(T.test, "abandon") == 0 ? 2000 : 100000;
+	    strcmp(T.test, "abandon") == 0 ? 2000 :
+	    strcmp(T.test, "idle") == 0 ? 20 : 100000;
 	T.server = argc < 4;
 	check_current = T.test;
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -719,6 +763,12 @@ main(int argc, char **argv)
 		T.server ? rnr_server() : rnr_client();
 	} else if (strcmp(T.test, "timeout") == 0) {
 		T.server ? timeout_server() : timeout_client();
+	} else if (strcmp(T.test, "idle") == 0) {
+		if (T.server)
+			CHECK(sleep_for_byte(WAIT_MS + (int)n * IDLE_GAP_MS) ==
+			      'D', "the client's READs");
+		else
+			idle_client(n), say('D');
 	} else {
 		CHECK(0, "unknown test %s", T.test);
 	}

@@ -93,7 +93,8 @@
 	X(POLL_LINGER_MISSED,	"poll_linger_missed") \
 	X(UNMAP_FENCE,		"engine_unmap_fences") \
 	X(CTL_DIRECT,		"engine_ctl_direct") \
-	X(CTL_QUEUED,		"engine_ctl_queued")
+	X(CTL_QUEUED,		"engine_ctl_queued") \
+	X(MEMIF_INTR,		"engine_memif_interrupts")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

@@ -39,13 +39,15 @@ enum ib_wake_kind {
 	IB_WAKE_RX_INTR,	/* the port's receive interrupt */
 	IB_WAKE_PMD_SOCK,	/* net_af_packet's own socket for the queue */
 	IB_WAKE_TAP,		/* a packet socket on the af_packet interface */
+	IB_WAKE_MEMIF,		/* net_memif's ring interrupt, found when armed */
 };
 
 struct ib_wake {
 	int kind;		/* enum ib_wake_kind */
 	int fd;
-	int epfd;		/* IB_WAKE_PMD_SOCK: the set it joins armed */
-	struct rte_epoll_event ev;	/* IB_WAKE_TAP, _PMD_SOCK: in that set */
+	int epfd;		/* IB_WAKE_PMD_SOCK, _MEMIF: the set it joins armed */
+	struct rte_epoll_event ev;	/* IB_WAKE_TAP, _PMD_SOCK, _MEMIF: in it */
+	volatile uint16_t *memif_flags;	/* IB_WAKE_MEMIF, armed: the ring's */
 };
 
 /* Engine -> application events (ib_event.c). */

@@ -48,6 +48,7 @@
 #include <rte_ethdev.h>
 #include <rte_interrupts.h>
 #include <rte_log.h>
+#include <rte_version.h>
 
 #include "ib_hca.h"
 
@@ -136,8 +137,158 @@ rx_intr_fd(uint16_t port, uint16_t queue)
 }
 
 /*
+ * net_memif. DPDK 22.11's PMD offers no receive interrupt through ethdev,
+ * but the memif protocol has one: a receiver clears MASK_INT in its ring's
+ * flags, and its peer's transmit then writes the ring's eventfd after each
+ * burst (DPDK's memif does, VPP's too); the PMD sets MASK_INT on every
+ * receive ring when it connects and never clears it. The ring and the
+ * eventfd sit in the PMD's queue and the per-process data, whose layouts
+ * below are DPDK 22.11's private ones (drivers/net/memif): read only, and
+ * each step checked before the next pointer is followed (the device's
+ * name and queue array against the public view, the queue's port, the
+ * ring's cookie). The connection's regions and eventfds change with each
+ * (re)connection, so they are looked up again at each arm.
+ */
+#if RTE_VERSION >= RTE_VERSION_NUM(22, 11, 0, 0) && \
+	RTE_VERSION < RTE_VERSION_NUM(22, 12, 0, 0)
+#define MEMIF_WAKE		1
+#define MEMIF_RING_COOKIE	0x3E31F20u
+#define MEMIF_MASK_INT		1u
+#define MEMIF_MAX_REGIONS	256
+
+/* struct rte_eth_dev (ethdev_driver.h), up to process_private. */
+struct eth_dev_view {
+	void *burst_fns[6];
+	const char *data;	/* struct rte_eth_dev_data: name[64], rx_queues */
+	void *const *process_private;	/* memif: its regions' table first */
+};
+
+/* struct memif_queue (rte_eth_memif.h), up to the interrupt handle. */
+struct memif_queue_view {
+	void *mempool;
+	void *pmd;
+	int type;
+	uint16_t region;
+	uint16_t in_port;
+	uint32_t ring_offset;
+	uint16_t last_head;
+	uint16_t last_tail;
+	void *buffers;
+	uint64_t n_pkts;
+	uint64_t n_bytes;
+	struct rte_intr_handle *intr_handle;
+};
+
+/* struct memif_region: its mapping first. */
+struct memif_region_view {
+	uint8_t *addr;
+};
+
+/* ethdev's own (exported, internal API): the device slot by name. */
+struct rte_eth_dev *rte_eth_dev_get_by_name(const char *name);
+
+/* The flags of @port's receive ring @queue and its eventfd, or NULL. */
+static volatile uint16_t *
+memif_ring(uint16_t port, uint16_t queue, int *fd)
+{
+	void *q = rte_eth_fp_ops[port].rxq.data != NULL ?
+		  rte_eth_fp_ops[port].rxq.data[queue] : NULL;
+	char name[RTE_ETH_NAME_MAX_LEN];
+	const struct eth_dev_view *d;
+	const struct memif_queue_view *mq = q;
+	const struct memif_region_view *r;
+	uint8_t *ring;
+
+	struct rte_eth_link link;
+
+	/* Down first: the PMD marks the link down before it closes the
+	 * eventfds and unmaps the rings, and its unmap waits for the engine
+	 * (ib_engine_unmap_fence), which holds its pass lock here.
+	 */
+	if (q == NULL || rte_eth_link_get_nowait(port, &link) != 0 ||
+	    link.link_status != RTE_ETH_LINK_UP ||
+	    rte_eth_dev_get_name_by_port(port, name) != 0)
+		return NULL;
+	d = (const void *)rte_eth_dev_get_by_name(name);
+	if (d == NULL || d->data == NULL ||
+	    strncmp(d->data, name, sizeof(name)) != 0 ||
+	    (*(void *const *const *)(d->data + RTE_ETH_NAME_MAX_LEN))[queue] !=
+	    q || d->process_private == NULL || mq->in_port != port ||
+	    mq->region >= MEMIF_MAX_REGIONS || mq->intr_handle == NULL)
+		return NULL;
+	r = d->process_private[mq->region];
+	if (r == NULL || r->addr == NULL)
+		return NULL;
+	ring = r->addr + mq->ring_offset;
+	if (*(volatile uint32_t *)ring != MEMIF_RING_COOKIE)
+		return NULL;
+	*fd = rte_intr_fd_get(mq->intr_handle);
+	return *fd >= 0 ? (volatile uint16_t *)(ring + 4) : NULL;
+}
+
+/*
+ * Armed: the ring's eventfd joins the set and the peer is asked to write
+ * it (a full fence between that store and the engine's last look, which
+ * the peer's transmit mirrors: its ring update, then its read of the flag).
+ * Not found (the link is down): the engine naps (ib_wake_armed).
+ */
+static void
+memif_join(struct ib_shard *sh)
+{
+	struct ib_wake *w = &sh->wake;
+	volatile uint16_t *flags;
+	int fd = -1;
+
+	flags = memif_ring(sh->dev->port_id, sh->queue, &fd);
+	if (flags == NULL)
+		return;
+	w->ev.epdata.event = EPOLLIN;
+	w->ev.epdata.data = sh;		/* engine_sleep counts its wake-ups */
+	if (rte_epoll_ctl(w->epfd, EPOLL_CTL_ADD, fd, &w->ev) != 0)
+		return;
+	w->fd = fd;
+	w->memif_flags = flags;
+	*flags = (uint16_t)(*flags & ~MEMIF_MASK_INT);
+	rte_atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
+/*
+ * Disarmed: polling again, the peer no longer writes. The link may have
+ * gone while the engine slept (the PMD unmaps the ring and closes the
+ * eventfd, whose number another descriptor may then have taken): the ring
+ * is looked up again, and only the same ring with the same eventfd is
+ * touched. A closed eventfd left the set by itself.
+ */
+static void
+memif_leave(struct ib_shard *sh)
+{
+	struct ib_wake *w = &sh->wake;
+	volatile uint16_t *flags;
+	uint64_t v;
+	int fd = -1;
+
+	if (w->memif_flags == NULL)
+		return;
+	flags = memif_ring(sh->dev->port_id, sh->queue, &fd);
+	if (flags == w->memif_flags && fd == w->fd) {
+		*flags = (uint16_t)(*flags | MEMIF_MASK_INT);
+		rte_epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, &w->ev);
+		while (read(fd, &v, sizeof(v)) == sizeof(v))
+			;
+	}
+	w->memif_flags = NULL;
+	w->fd = -1;
+}
+#else
+#define MEMIF_WAKE	0
+static void memif_join(struct ib_shard *sh) { (void)sh; }
+static void memif_leave(struct ib_shard *sh) { (void)sh; }
+#endif
+
+/*
  * After the port started: find the shard's wake-up, if it has one: its
- * queue's interrupt, af_packet's socket for the queue, or the packet tap.
+ * queue's interrupt, memif's ring interrupt, af_packet's socket for the
+ * queue, or the packet tap.
  */
 void
 ib_wake_open(struct ib_shard *sh)
@@ -156,6 +307,10 @@ ib_wake_open(struct ib_shard *sh)
 	if (fd >= 0) {
 		w->kind = IB_WAKE_RX_INTR;
 		w->fd = fd;
+		return;
+	}
+	if (MEMIF_WAKE && strncmp(dev->conf.port, "net_memif", 9) == 0) {
+		w->kind = IB_WAKE_MEMIF;
 		return;
 	}
 	if (ib_af_packet_iface(dev->conf.port, iface, sizeof(iface)) != 0)
@@ -203,6 +358,7 @@ ib_wake_register(struct ib_shard *sh, int epfd)
 		w->ev.epdata.data = sh;
 		return rte_epoll_ctl(epfd, EPOLL_CTL_ADD, w->fd, &w->ev);
 	case IB_WAKE_PMD_SOCK:
+	case IB_WAKE_MEMIF:
 		w->epfd = epfd;		/* joined at each arm */
 		return 0;
 	default:
@@ -251,8 +407,9 @@ sock_join(struct ib_wake *w)
 		IB_LOG(DEBUG, "af_packet socket wake-up: %s", strerror(errno));
 }
 
+/* @memif: a memif ring's interrupt may be armed (see wake_set). */
 void
-ib_wake_arm(struct ib_shard *sh)
+ib_wake_arm(struct ib_shard *sh, int memif)
 {
 	if (sh->wake.kind == IB_WAKE_RX_INTR)
 		rte_eth_dev_rx_intr_enable(sh->dev->port_id, sh->queue);
@@ -260,6 +417,16 @@ ib_wake_arm(struct ib_shard *sh)
 		sock_join(&sh->wake);
 	else if (sh->wake.kind == IB_WAKE_TAP)
 		tap_drain(sh->wake.fd);
+	else if (sh->wake.kind == IB_WAKE_MEMIF && memif)
+		memif_join(sh);
+}
+
+/* Will a frame wake the sleep ib_wake_arm armed for? */
+int
+ib_wake_armed(const struct ib_shard *sh)
+{
+	return sh->wake.kind != IB_WAKE_NONE &&
+	       (sh->wake.kind != IB_WAKE_MEMIF || sh->wake.memif_flags != NULL);
 }
 
 void
@@ -270,4 +437,6 @@ ib_wake_disarm(struct ib_shard *sh)
 	else if (sh->wake.kind == IB_WAKE_PMD_SOCK)
 		rte_epoll_ctl(sh->wake.epfd, EPOLL_CTL_DEL, sh->wake.fd,
 			      &sh->wake.ev);
+	else if (sh->wake.kind == IB_WAKE_MEMIF)
+		memif_leave(sh);
 }
