@@ -251,6 +251,7 @@ void ib_wake_unregister(struct ib_shard *sh, int epfd);
 void ib_wake_arm(struct ib_shard *sh, int memif);
 void ib_wake_disarm(struct ib_shard *sh);
 int ib_wake_armed(const struct ib_shard *sh);
+void ib_wake_mask(struct ib_shard *sh);
 
 /* ib_tx.c: header templates, packets built, the transmit buffer */
 struct rte_mbuf *ib_pkt_alloc(struct ib_qp *qp, uint8_t opcode,

@@ -279,8 +279,23 @@ memif_leave(struct ib_shard *sh)
 	w->memif_flags = NULL;
 	w->fd = -1;
 }
+/* A program's call, under the pass lock: the armed ring masked again. */
+static void
+memif_mask(struct ib_shard *sh)
+{
+	struct ib_wake *w = &sh->wake;
+	volatile uint16_t *flags;
+	int fd = -1;
+
+	if (w->memif_flags == NULL)
+		return;
+	flags = memif_ring(sh->dev->port_id, sh->queue, &fd);
+	if (flags == w->memif_flags && fd == w->fd)
+		*flags = (uint16_t)(*flags | MEMIF_MASK_INT);
+}
 #else
 #define MEMIF_WAKE	0
+static void memif_mask(struct ib_shard *sh) { (void)sh; }
 static void memif_join(struct ib_shard *sh) { (void)sh; }
 static void memif_leave(struct ib_shard *sh) { (void)sh; }
 #endif
@@ -419,6 +434,13 @@ ib_wake_arm(struct ib_shard *sh, int memif)
 		tap_drain(sh->wake.fd);
 	else if (sh->wake.kind == IB_WAKE_MEMIF && memif)
 		memif_join(sh);
+}
+
+void
+ib_wake_mask(struct ib_shard *sh)
+{
+	if (sh->wake.kind == IB_WAKE_MEMIF)
+		memif_mask(sh);
 }
 
 /* Will a frame wake the sleep ib_wake_arm armed for? */
