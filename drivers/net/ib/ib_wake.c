@@ -197,9 +197,8 @@ memif_ring(uint16_t port, uint16_t queue, int *fd)
 	const struct eth_dev_view *d;
 	const struct memif_queue_view *mq = q;
 	const struct memif_region_view *r;
-	uint8_t *ring;
-
 	struct rte_eth_link link;
+	uint8_t *ring;
 
 	/* Down first: the PMD marks the link down before it closes the
 	 * eventfds and unmaps the rings, and its unmap waits for the engine
@@ -253,34 +252,14 @@ memif_join(struct ib_shard *sh)
 }
 
 /*
- * Disarmed: polling again, the peer no longer writes. The link may have
- * gone while the engine slept (the PMD unmaps the ring and closes the
- * eventfd, whose number another descriptor may then have taken): the ring
- * is looked up again, and only the same ring with the same eventfd is
- * touched. A closed eventfd left the set by itself.
+ * The armed ring masked again, under the pass lock (the loop waking, or a
+ * program's call while it sleeps): 1, or 0 when it is not armed or no
+ * longer there. The link may have gone while the engine slept (the PMD
+ * unmaps the ring and closes the eventfd, whose number another descriptor
+ * may then have taken): the ring is looked up again, and only the same
+ * ring with the same eventfd is touched.
  */
-static void
-memif_leave(struct ib_shard *sh)
-{
-	struct ib_wake *w = &sh->wake;
-	volatile uint16_t *flags;
-	uint64_t v;
-	int fd = -1;
-
-	if (w->memif_flags == NULL)
-		return;
-	flags = memif_ring(sh->dev->port_id, sh->queue, &fd);
-	if (flags == w->memif_flags && fd == w->fd) {
-		*flags = (uint16_t)(*flags | MEMIF_MASK_INT);
-		rte_epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, &w->ev);
-		while (read(fd, &v, sizeof(v)) == sizeof(v))
-			;
-	}
-	w->memif_flags = NULL;
-	w->fd = -1;
-}
-/* A program's call, under the pass lock: the armed ring masked again. */
-static void
+static int
 memif_mask(struct ib_shard *sh)
 {
 	struct ib_wake *w = &sh->wake;
@@ -288,14 +267,35 @@ memif_mask(struct ib_shard *sh)
 	int fd = -1;
 
 	if (w->memif_flags == NULL)
-		return;
+		return 0;
 	flags = memif_ring(sh->dev->port_id, sh->queue, &fd);
-	if (flags == w->memif_flags && fd == w->fd)
-		*flags = (uint16_t)(*flags | MEMIF_MASK_INT);
+	if (flags != w->memif_flags || fd != w->fd)
+		return 0;
+	*flags = (uint16_t)(*flags | MEMIF_MASK_INT);
+	return 1;
+}
+
+/*
+ * Disarmed: polling again, the peer no longer writes; the eventfd leaves
+ * the set (a closed one left it by itself) and is drained.
+ */
+static void
+memif_leave(struct ib_shard *sh)
+{
+	struct ib_wake *w = &sh->wake;
+	uint64_t v;
+
+	if (memif_mask(sh)) {
+		rte_epoll_ctl(w->epfd, EPOLL_CTL_DEL, w->fd, &w->ev);
+		while (read(w->fd, &v, sizeof(v)) == sizeof(v))
+			;
+	}
+	w->memif_flags = NULL;
+	w->fd = -1;
 }
 #else
 #define MEMIF_WAKE	0
-static void memif_mask(struct ib_shard *sh) { (void)sh; }
+static int memif_mask(struct ib_shard *sh) { (void)sh; return 0; }
 static void memif_join(struct ib_shard *sh) { (void)sh; }
 static void memif_leave(struct ib_shard *sh) { (void)sh; }
 #endif
@@ -440,7 +440,7 @@ void
 ib_wake_mask(struct ib_shard *sh)
 {
 	if (sh->wake.kind == IB_WAKE_MEMIF)
-		memif_mask(sh);
+		(void)memif_mask(sh);
 }
 
 /* Will a frame wake the sleep ib_wake_arm armed for? */
