@@ -884,9 +884,13 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 			    sh->wake.kind == IB_WAKE_MEMIF)
 				sh->cnt[IB_CNT_MEMIF_INTR]++;
 		}
+		/* Awake: from here a control call queues for the loop
+		 * instead of taking the pass lock (engine_hold), or callers
+		 * back to back would keep the loop from it for good.
+		 */
+		__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);
 		if (!ib_engine_inline)
 			loop_relock(e);
-		__atomic_store_n(&e->sleeping, 0, __ATOMIC_SEQ_CST);
 		/* What woke the loop first, the bookkeeping after. */
 		work = loop_pass(e);
 		if (t > 0 && t < 1000)
@@ -1153,7 +1157,20 @@ engine_fds(struct ib_engine *e)
 static int
 engine_hold(struct ib_engine *e)
 {
-	return rte_spinlock_trylock(&e->run);	/* callers: not inline mode */
+	/* Callers: not inline mode. Only while the loop sleeps: one that
+	 * woke and waits for the lock is owed it (test_shard's
+	 * control_beside_sleep, a thread in a loop of modify_qp and
+	 * dereg_mr beside two engines: a loop never got its lock back and
+	 * the program's WRITEs never completed).
+	 */
+	if (!__atomic_load_n(&e->sleeping, __ATOMIC_SEQ_CST) ||
+	    !rte_spinlock_trylock(&e->run))
+		return 0;
+	if (!__atomic_load_n(&e->sleeping, __ATOMIC_SEQ_CST)) {
+		rte_spinlock_unlock(&e->run);
+		return 0;
+	}
+	return 1;
 }
 
 /*
