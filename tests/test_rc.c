@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/syscall.h>
 
 #include "verbs_util.h"
 
@@ -659,25 +660,39 @@ fifo_threads(void)
 }
 
 /* May a thread of this process make itself SCHED_FIFO (root, a rlimit)? */
+struct fifo_probe {
+	int ok;
+	pid_t tid;
+};
+
 static void *
 try_fifo(void *arg)
 {
+	struct fifo_probe *p = arg;
 	struct sched_param sp = { .sched_priority = 1 };
 
-	*(int *)arg = pthread_setschedparam(pthread_self(), SCHED_FIFO,
-					    &sp) == 0;
+	p->tid = (pid_t)syscall(SYS_gettid);
+	p->ok = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
 	return NULL;
 }
 
+/* ... and its probe thread gone from /proc, where fifo_threads looks. */
 static int
 fifo_allowed(void)
 {
+	struct fifo_probe p = { 0 };
+	char path[64];
+	double end;
 	pthread_t t;
-	int ok = 0;
 
-	CHECK(pthread_create(&t, NULL, try_fifo, &ok) == 0, "pthread_create");
+	CHECK(pthread_create(&t, NULL, try_fifo, &p) == 0, "pthread_create");
 	pthread_join(t, NULL);
-	return ok;
+	snprintf(path, sizeof(path), "/proc/self/task/%d", (int)p.tid);
+	end = check_now() + 2;
+	while (access(path, F_OK) == 0 && check_now() < end)
+		usleep(100);
+	CHECK(access(path, F_OK) != 0, "the probe thread %d stays", p.tid);
+	return p.ok;
 }
 
 /*
@@ -696,13 +711,11 @@ inline_loop_goes_realtime(void)
 	int rt = prio != NULL && strcmp(prio, "realtime") == 0;
 	double end;
 	uint32_t k;
-	int want, got;
+	int want, got, n;
 
-	/* Asked first: its probe thread, joined, may still be listed in
-	 * /proc for a moment as it exits (SCHED_FIFO: counted twice once).
-	 */
 	want = inline_mode && rt && fifo_allowed();
-	for (k = 0; k < 8; k++) {
+	got = 0;
+	for (k = 0; k < 8 || (got < want && k < 200); k++) {
 		fill_pattern(P.buf + SRC_OFF, 256, 900 + k);
 		memset(P.buf + DST_OFF, 0, 256);
 		post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF,
@@ -713,12 +726,20 @@ inline_loop_goes_realtime(void)
 			;	/* no call: the loop must take it in */
 		CHECK(first_unlanded(P.buf + DST_OFF, P.buf + SRC_OFF, 4) == 4,
 		      "WRITE %u did not land within 2 s without a call", k);
+		/* After each one: on loaded CPUs the loop may come round
+		 * only once the program's calls are ENG_ACTIVE_US old, and
+		 * then it stays (or turns) normal for that WRITE (0 after the
+		 * eighth, 1 run in 7 beside other suites; with two CPU hogs
+		 * 0 in all 8, 1 run in 15): up to 200 while it has not been.
+		 */
+		n = fifo_threads();
+		if (n > got)
+			got = n;
 		expect_wc(0, 90 + k, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
 	}
 	/* Without the privilege the loop stays a normal thread. */
-	got = fifo_threads();
-	CHECK(got == want, "%s mode: %d SCHED_FIFO threads after the loop "
-	      "took WRITEs in for a spinning program, want %d",
+	CHECK(got == want, "%s mode: at most %d SCHED_FIFO threads while "
+	      "the loop took WRITEs in for a spinning program, want %d",
 	      mode ? mode : "default", got, want);
 }
 
