@@ -251,6 +251,7 @@ struct qcase {
 	struct ibv_mr *bad_mr;		/* B's: what the bad WR aims at */
 	uint8_t rnr_retry;		/* qp[0]'s */
 	uint8_t rnr_timer;		/* qp[1]'s */
+	uint8_t timeout, retry;		/* qp[0]'s */
 };
 
 static int
@@ -484,10 +485,13 @@ case_connect(struct qcase *c)
 		uint8_t sl = rnd(0, 7), tclass = rnd(0, 255);
 		uint8_t hops = rnd(1, 255);
 
-		if (i == 0)
+		if (i == 0) {
 			c->rnr_retry = rnr_retry;
-		else
+			c->timeout = timeout;
+			c->retry = retry;
+		} else {
 			c->rnr_timer = rnr_timer;
+		}
 		CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX |
 				    IBV_QP_PORT | IBV_QP_ACCESS_FLAGS) == 0,
 		      "seed %u: INIT", c->seed);
@@ -668,21 +672,46 @@ next_wc(const struct qcase *c, int side, const char *what)
 	return wc;
 }
 
-/* The next asynchronous event of @c's device: @type on @qp, within 10 s. */
+/* A port's event: it may come at any time (a memif link's PORT_ACTIVE
+ * came from the port watch after the cases had begun, beside a CPU hog).
+ */
+static int
+port_event(enum ibv_event_type t)
+{
+	return t == IBV_EVENT_PORT_ACTIVE || t == IBV_EVENT_PORT_ERR ||
+	       t == IBV_EVENT_LID_CHANGE || t == IBV_EVENT_GID_CHANGE ||
+	       t == IBV_EVENT_PKEY_CHANGE || t == IBV_EVENT_SM_CHANGE ||
+	       t == IBV_EVENT_CLIENT_REREGISTER;
+}
+
+/*
+ * The next asynchronous event of @c's device that is not a port's: @type
+ * on @qp, within 10 s.
+ */
 static void
 wait_event(struct ibv_context *c, enum ibv_event_type type,
 	   struct ibv_qp *qp, uint32_t seed)
 {
 	struct pollfd pf = { .fd = c->async_fd, .events = POLLIN };
 	struct ibv_async_event ev;
+	double end = check_now() + 10;
 
-	CHECK(poll(&pf, 1, 10000) == 1, "seed %u: no %s", seed,
-	      ibv_event_type_str(type));
-	CHECK(ibv_get_async_event(c, &ev) == 0, "get_async_event");
+	do {
+		CHECK(poll(&pf, 1, 100) >= 0 && check_now() < end,
+		      "seed %u: no %s", seed, ibv_event_type_str(type));
+		if (!(pf.revents & POLLIN))
+			continue;
+		CHECK(ibv_get_async_event(c, &ev) == 0, "get_async_event");
+		ibv_ack_async_event(&ev);
+		if (!port_event(ev.event_type))
+			break;
+		printf("# seed %u: %s (port %d) while waiting for %s\n", seed,
+		       ibv_event_type_str(ev.event_type), ev.element.port_num,
+		       ibv_event_type_str(type));
+	} while (1);
 	CHECK(ev.event_type == type && ev.element.qp == qp, "seed %u: event "
 	      "%s, want %s", seed, ibv_event_type_str(ev.event_type),
 	      ibv_event_type_str(type));
-	ibv_ack_async_event(&ev);
 }
 
 /*
@@ -1105,13 +1134,14 @@ batch(struct qcase *c, int nb)
 			CHECK(wc.status == IBV_WC_SUCCESS, "seed %u batch %d: "
 			      "wr %" PRIu64 " %s (opcode %d, %u bytes, %d "
 			      "pieces, inline %d; %s, MTU %d, access %#x, "
-			      "READ/atomic depth %u, target's %u)", c->seed, nb,
+			      "READ/atomic depth %u, target's %u; timeout %u, "
+			      "retry %u)", c->seed, nb,
 			      wc.wr_id, ibv_wc_status_str(wc.status),
 			      ops[wc.wr_id].opcode, ops[wc.wr_id].len,
 			      ops[wc.wr_id].local.n, ops[wc.wr_id].inl,
 			      c->type == IBV_QPT_RC ? "RC" : "UC",
 			      mtu_bytes(c->mtu), c->access, c->rd_atomic,
-			      c->dest_rd_atomic);
+			      c->dest_rd_atomic, c->timeout, c->retry);
 			while (!ops[want].signaled)
 				want++;
 			CHECK(wc.wr_id == want && wc.opcode ==
