@@ -542,6 +542,96 @@ doorbell_after_idle(void)
 	verify(64, "WRITE after idle");
 }
 
+/*
+ * Keep @n WRITEs of 64 bytes flowing on qp[@qpi] (at most 32 outstanding,
+ * every one signaled), to @dst; all complete successfully within 5 s each.
+ */
+static void
+stream_writes(int qpi, uint64_t dst, uint32_t n)
+{
+	uint32_t posted = 0, done = 0;
+	struct ibv_wc wc[16];
+	double end = check_now() + 5;
+	int k, j;
+
+	while (done < n) {
+		while (posted < n && posted - done < 32)
+			post_send_one(qpi, IBV_WR_RDMA_WRITE,
+				      (uintptr_t)P.buf + SRC_OFF, 64, dst, 0,
+				      1000000 + posted++);
+		k = ibv_poll_cq(P.cq[qpi], 16, wc);
+		CHECK(k >= 0, "poll_cq %d", k);
+		for (j = 0; j < k; j++)
+			CHECK(wc[j].status == IBV_WC_SUCCESS, "stream wr %lu: %s",
+			      (unsigned long)wc[j].wr_id,
+			      ibv_wc_status_str(wc[j].status));
+		done += (uint32_t)k;
+		if (k > 0)
+			end = check_now() + 5;
+		CHECK(check_now() < end, "qp[%d]: %u of %u WRITEs completed",
+		      qpi, done, n);
+	}
+}
+
+/*
+ * Hot QPs (engine lcore modes): a streaming QP's posts skip the fence and
+ * the doorbell until the engine cools it - idle ENG_HOT_IDLE_US (1 ms),
+ * looked at once a ms while the loop is busy, or before the loop sleeps -
+ * with one membarrier. A post that races with either is never lost:
+ * qp[0] streams (hot), then stays idle for 0.5-1.6 ms while qp[1] keeps
+ * the loop awake, then posts one WRITE, which must complete; every 8th
+ * round it waits 5 ms instead, long enough for the loop to sleep.
+ * Cooling comes with heavy fences in lcore modes (where membarrier works)
+ * and never in inline mode.
+ */
+static void
+hot_qp_posts_across_cooling(void)
+{
+	const char *mode = getenv("DPIB_ENGINE_MODE");
+	int inline_mode = mode != NULL && strcmp(mode, "inline") == 0;
+	long q = syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0);
+	int asym = !inline_mode && q > 0 && (q & 8 /* PRIVATE_EXPEDITED */);
+	uint64_t f0 = dev_counter(P.ctx, "engine_heavy_fences"), fences;
+	uint64_t h0 = dev_counter(P.ctx, "engine_hot_qps"), hot;
+	uint32_t r, seed = 4242;
+	double gap, t;
+
+	prepare(64, 15);
+	for (r = 0; r < 40; r++) {
+		stream_writes(0, (uintptr_t)P.buf + DST_OFF, 400);
+		seed = seed * 1103515245u + 12345u;
+		gap = r % 8 == 7 ? 5e-3 : 0.5e-3 + (seed >> 16) % 1100 * 1e-6;
+		if (r % 8 == 7) {
+			usleep(5000);
+		} else {
+			for (t = check_now() + gap; check_now() < t; )
+				stream_writes(1, (uintptr_t)P.buf + DST_OFF +
+					      65536, 16);
+		}
+		post_send_one(0, IBV_WR_RDMA_WRITE, (uintptr_t)P.buf + SRC_OFF,
+			      64, (uintptr_t)P.buf + DST_OFF, 0, r);
+		expect_wc(0, r, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, NULL);
+	}
+	verify(64, "WRITE after cooling");
+	fences = dev_counter(P.ctx, "engine_heavy_fences") - f0;
+	hot = dev_counter(P.ctx, "engine_hot_qps") - h0;
+	printf("# %lu times hot, %lu heavy fences (%s mode, membarrier %s)\n",
+	       (unsigned long)hot, (unsigned long)fences,
+	       mode ? mode : "default", asym ? "used" : "not used");
+	/* A QP turns hot only after 32 visits that found new WRs before it
+	 * parks: a posting thread that loses its CPU for long (two engines
+	 * beside it on 2 CPUs) may never make it hot. Once it was, the
+	 * loop's next sleep (the 5 ms waits) cools it.
+	 */
+	if (hot > 0)
+		CHECK(fences > 0, "hot %lu times, never cooled in %s mode",
+		      (unsigned long)hot, mode ? mode : "default");
+	if (!asym)
+		CHECK(hot == 0 && fences == 0, "%lu hot, %lu heavy fences "
+		      "without membarrier or in inline mode",
+		      (unsigned long)hot, (unsigned long)fences);
+}
+
 /* Frames sent: to the port, or back to the device itself inside dpib (a
  * device reached through its own address on a real port: self_loop.sh).
  */
@@ -1178,6 +1268,7 @@ main(void)
 	RUN(atomics);
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
+	RUN(hot_qp_posts_across_cooling);
 	RUN(posted_writes_land_without_a_poll);
 	RUN(inline_loop_goes_realtime);
 	RUN(inline_loop_leaves_a_shared_cpu);

@@ -94,7 +94,9 @@
 	X(UNMAP_FENCE,		"engine_unmap_fences") \
 	X(CTL_DIRECT,		"engine_ctl_direct") \
 	X(CTL_QUEUED,		"engine_ctl_queued") \
-	X(MEMIF_INTR,		"engine_memif_interrupts")
+	X(MEMIF_INTR,		"engine_memif_interrupts") \
+	X(HEAVY_FENCE,		"engine_heavy_fences") \
+	X(QP_HOT,		"engine_hot_qps")
 
 #define IB_CNT_ENUM(e, s) IB_CNT_ ## e,
 enum ib_counter {

@@ -33,6 +33,7 @@
 #define IB_HANDOFF_RING		4096	/* frames in flight to one shard */
 #define IB_SELF_RING		1024	/* frames to the device's own address */
 #define IB_REQ_BUDGET		32	/* packets one QP may send per engine pass */
+#define IB_HOT_MAX		16	/* QPs of a shard whose posts need no fence */
 #define IB_MBUF_DATA		(4096 + 256 + RTE_PKTMBUF_HEADROOM)
 /* The longest encapsulation: Eth + 802.1Q + IPv6 + UDP. */
 #define IB_HDR_MAX		(RTE_ETHER_HDR_LEN + 4 + 40 + 8)

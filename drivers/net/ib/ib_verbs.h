@@ -481,6 +481,8 @@ struct ib_qp {
 	uint32_t av_off;	/* UD: address vector's offset in a send slot */
 	int sq_sig_all;
 	uint32_t db_armed;	/* queued or active on the engine */
+	uint32_t db_hot;	/* the engine visits it until a heavy fence:
+				 * a post needs no fence (ib_engine_doorbell) */
 
 	/* Attributes as set by ibv_modify_qp, for ibv_query_qp. */
 	struct ibv_qp_attr attr;
@@ -501,6 +503,9 @@ struct ib_qp {
 	TAILQ_ENTRY(ib_qp) next __rte_cache_aligned;
 	int active;		/* enum ib_qp_sched: which engine list */
 	uint32_t idle_passes;	/* engine passes with nothing to do */
+	uint32_t hot_prod;	/* sq.prod at its last visit (hot_consider) */
+	uint32_t hot_streak;	/* visits that found new WRs since it parked */
+	uint64_t hot_work;	/* hot: TSC of the last pass it had work */
 	uint64_t timeout_tsc;	/* local ACK timeout, 0 = infinite */
 	uint64_t rnr_tsc;	/* min_rnr_timer of the peer, from its NAK */
 	struct ib_swqe_state *swqe;
@@ -616,6 +621,9 @@ struct ib_shard {
 	uint32_t post_streak;		/* ... since its last full pass */
 	uint64_t rtt_hint;		/* srtt after the last RTT sample */
 	struct ib_qp *ack_qps[IB_RX_BURST];	/* ACKs coalesced in a burst */
+	struct ib_qp *hot[IB_HOT_MAX];	/* its QPs with db_hot set */
+	uint32_t nhot;
+	uint64_t hot_next;		/* TSC of the next look for cold ones */
 	struct rte_mbuf *tx_pending[IB_TX_PENDING];
 	uint32_t tx_nseal;		/* of them, frames ib_tx_flush seals */
 	struct rte_mbuf *tx_seal[IB_TX_PENDING];
