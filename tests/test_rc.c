@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <sys/syscall.h>
 
 #include "verbs_util.h"
@@ -630,6 +631,121 @@ hot_qp_posts_across_cooling(void)
 		CHECK(hot == 0 && fences == 0, "%lu hot, %lu heavy fences "
 		      "without membarrier or in inline mode",
 		      (unsigned long)hot, (unsigned long)fences);
+}
+
+/* sq_shared_by_two_threads' second poster. */
+struct poster {
+	atomic_uint *main_posted;
+	atomic_int *room;	/* completions the CQ can still take */
+	uint32_t n;
+	int err;
+};
+
+/* A slot of the CQ for one more WR: the SQ's slot returns when its
+ * completion is written, not polled (as rxe does), so posts running ahead
+ * of the polls would overrun the CQ.
+ */
+static int
+take_room(atomic_int *room)
+{
+	if (atomic_fetch_sub(room, 1) > 0)
+		return 1;
+	atomic_fetch_add(room, 1);
+	return 0;
+}
+
+static int
+try_post(uint64_t wr_id, uint32_t dst_off)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)P.buf + SRC_OFF, .length = 64,
+			       .lkey = P.mr->lkey };
+	struct ibv_send_wr wr = {
+		.wr_id = wr_id, .sg_list = &sge, .num_sge = 1,
+		.opcode = IBV_WR_RDMA_WRITE,
+		.wr.rdma = { .remote_addr = (uintptr_t)P.buf + DST_OFF + dst_off,
+			     .rkey = P.mr->rkey },
+	}, *bad;
+
+	return ibv_post_send(P.qp[0], &wr, &bad);
+}
+
+static void *
+second_poster(void *arg)
+{
+	struct poster *p = arg;
+	double end = check_now() + 10;
+	uint32_t i = 0;
+	int err;
+
+	while (atomic_load(p->main_posted) < 500 && check_now() < end)
+		;
+	while (i < p->n && check_now() < end) {
+		if (!take_room(p->room))
+			continue;
+		err = try_post((1ull << 32) | i, 8192 + 64 * (i % 64));
+		if (err == 0)
+			i++;
+		else
+			atomic_fetch_add(p->room, 1);
+		if (err != 0 && err != ENOMEM)
+			p->err = err;
+	}
+	if (i < p->n && p->err == 0)
+		p->err = ETIMEDOUT;
+	return NULL;
+}
+
+/*
+ * Two threads post to one SQ at once. The SQ's lock is biased to the first
+ * thread that posts (here the main thread, which posted to qp[0] before):
+ * the second thread's first post revokes the bias (membarrier) while the
+ * owner is posting without the lock. Every WR completes once, in each
+ * thread's own order.
+ */
+static void
+sq_shared_by_two_threads(void)
+{
+	atomic_uint posted = 0;
+	atomic_int room = 64;	/* the CQ holds 2 x 64 (PAIR_CQE) */
+	struct poster p = { .main_posted = &posted, .room = &room, .n = 2000 };
+	uint32_t next[2] = { 0, 0 }, got = 0, n = 2000;
+	struct ibv_wc wc[16];
+	double end = check_now() + 20;
+	pthread_t t;
+	int k, j, err;
+
+	prepare(64, 16);
+	CHECK(pthread_create(&t, NULL, second_poster, &p) == 0, "thread");
+	while (got < 2 * n && check_now() < end) {
+		if (atomic_load(&posted) < n && take_room(&room)) {
+			err = try_post(atomic_load(&posted), 64 * (got % 64));
+			CHECK(err == 0 || err == ENOMEM, "post_send %d", err);
+			if (err == 0)
+				atomic_fetch_add(&posted, 1);
+			else
+				atomic_fetch_add(&room, 1);
+		}
+		k = ibv_poll_cq(P.cq[0], 16, wc);
+		CHECK(k >= 0, "poll_cq %d", k);
+		for (j = 0; j < k; j++) {
+			int from = (int)(wc[j].wr_id >> 32);
+
+			CHECK(wc[j].status == IBV_WC_SUCCESS, "wr %#lx: %s",
+			      (unsigned long)wc[j].wr_id,
+			      ibv_wc_status_str(wc[j].status));
+			CHECK((uint32_t)wc[j].wr_id == next[from],
+			      "thread %d's WR %u completed, want %u", from,
+			      (uint32_t)wc[j].wr_id, next[from]);
+			next[from]++;
+		}
+		got += (uint32_t)k;
+		atomic_fetch_add(&room, k);
+	}
+	CHECK(pthread_join(t, NULL) == 0, "join");
+	CHECK(p.err == 0, "second thread: post_send %d", p.err);
+	CHECK(got == 2 * n && next[0] == n && next[1] == n,
+	      "%u of %u completions (%u and %u)", got, 2 * n, next[0],
+	      next[1]);
 }
 
 /* Frames sent: to the port, or back to the device itself inside dpib (a
@@ -1270,6 +1386,7 @@ main(void)
 	 * wire_dissect counts a resend without a NAK as a PSN error.
 	 */
 	RUN(hot_qp_posts_across_cooling);
+	RUN(sq_shared_by_two_threads);
 	RUN(rnr_then_success);
 	RUN(doorbell_after_idle);
 	RUN(posted_writes_land_without_a_poll);

@@ -248,6 +248,7 @@ ib_engine_activate(struct ib_qp *qp)
  * pass lock there), nor where membarrier is missing or DPIB_ASYM_FENCE=off.
  */
 static int asym_fence;
+int ib_membarrier;	/* registered: hot QPs, the SQ lock's bias */
 
 static void
 asym_init(void)
@@ -261,19 +262,27 @@ asym_init(void)
 	if (q < 0 || !(q & MEMBARRIER_CMD_PRIVATE_EXPEDITED) ||
 	    syscall(__NR_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED,
 		    0, 0) != 0) {
-		IB_LOG(INFO, "membarrier: %s: every post fences",
+		IB_LOG(INFO, "membarrier: %s: every post fences and locks",
 		       strerror(errno));
 		return;
 	}
-	asym_fence = 1;
+	ib_membarrier = 1;
+	asym_fence = !ib_engine_inline;
+}
+
+/* Every running thread of the process executes a full barrier. */
+void
+ib_heavy_fence(void)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+		IB_LOG(ERR, "membarrier: %s", strerror(errno));	/* registered */
 }
 
 static void
 heavy_fence(struct ib_shard *sh)
 {
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	if (syscall(__NR_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
-		IB_LOG(ERR, "membarrier: %s", strerror(errno));	/* registered */
+	ib_heavy_fence();
 	sh->cnt[IB_CNT_HEAVY_FENCE]++;
 }
 
@@ -1442,7 +1451,7 @@ engines_launch(const struct ib_dev_conf *c)
 		if (err != 0)
 			goto fail;
 	}
-	if (!ib_engine_inline && !asym_fence)
+	if (!ib_membarrier)
 		asym_init();
 	eng.launched = 1;
 	if (ib_engine_inline && eng.takeover_us == IB_TAKEOVER_NEVER)

@@ -215,6 +215,8 @@ int ib_engine_progress_qp(struct ib_qp *qp);
 int ib_engine_post_qp(struct ib_qp *qp, int ring);
 int ib_engine_progress_cq(struct ib_cq *cq);
 extern int ib_engine_inline;
+extern int ib_membarrier;
+void ib_heavy_fence(void);
 
 /* ib_dev.c */
 int ib_af_packet_iface(const char *spec, char *name, size_t len);

@@ -326,14 +326,15 @@ wr_set_xrc_srqn(struct ibv_qp_ex *qpx, uint32_t remote_srqn)
 
 /*
  * ibv_wr_post(3) CONCURRENCY: wr_start..wr_complete is a per-QP critical
- * section; holding sq_lock also keeps ibv_post_send out of the slots.
+ * section; being in the SQ's (ib_sq_enter) also keeps ibv_post_send out of
+ * the slots.
  */
 static void
 wr_start(struct ibv_qp_ex *qpx)
 {
 	struct ib_qp *qp = to_xqp(qpx);
 
-	rte_spinlock_lock(&qp->sq_lock);
+	qp->wrb.biased = ib_sq_enter(qp);
 	qp->wrb.n = 0;
 	qp->wrb.open = 0;
 	qp->wrb.err = 0;
@@ -353,7 +354,7 @@ wr_complete(struct ibv_qp_ex *qpx)
 		ib_queue_publish(&qp->sq, qp->sq.prod + b->n);
 		ib_engine_doorbell(qp);
 	}
-	rte_spinlock_unlock(&qp->sq_lock);
+	ib_sq_exit(qp, qp->wrb.biased);
 	return err;
 }
 
@@ -363,7 +364,7 @@ wr_abort(struct ibv_qp_ex *qpx)
 	struct ib_qp *qp = to_xqp(qpx);
 
 	qp->wrb.open = 0;
-	rte_spinlock_unlock(&qp->sq_lock);
+	ib_sq_exit(qp, qp->wrb.biased);
 }
 
 static void

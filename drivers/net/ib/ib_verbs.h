@@ -457,6 +457,7 @@ struct ib_wr_batch {
 	uint32_t n;		/* WRs written past the producer index */
 	int open;		/* wr is being built */
 	int err;		/* first error: wr_complete drops the batch */
+	int biased;		/* entered by the SQ lock's bias */
 };
 
 struct ib_qp {
@@ -476,6 +477,9 @@ struct ib_qp {
 	 */
 	rte_spinlock_t sq_lock __rte_cache_aligned;
 	rte_spinlock_t rq_lock;
+	uint32_t sq_bias;	/* the thread that posts without sq_lock
+				 * (ib_sq_enter), 0: none yet, IB_BIAS_OFF */
+	uint32_t sq_busy;	/* ... inside a post */
 	uint8_t post_line_end[0] __rte_cache_aligned;
 	uint32_t max_send_sge, max_recv_sge, max_inline;
 	uint32_t av_off;	/* UD: address vector's offset in a send slot */
@@ -728,6 +732,49 @@ static inline void
 ib_unlock(rte_spinlock_t *l)
 {
 	__atomic_store_n(&l->locked, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * The SQ's lock, biased to the first thread that posts (ib_post.c): that
+ * thread enters with plain stores, no locked instruction, until another
+ * thread posts and revokes the bias for good.
+ */
+#define IB_BIAS_OFF	UINT32_MAX
+extern __thread uint32_t ib_thread_tag_v __attribute__((tls_model("initial-exec")));
+uint32_t ib_thread_tag_slow(void);
+int ib_sq_enter_slow(struct ib_qp *qp, uint32_t me);
+
+static inline uint32_t
+ib_thread_tag(void)
+{
+	return likely(ib_thread_tag_v != 0) ? ib_thread_tag_v :
+	       ib_thread_tag_slow();
+}
+
+/* Enter the SQ's critical section: 1 by the bias, 0 under sq_lock. */
+static inline int
+ib_sq_enter(struct ib_qp *qp)
+{
+	uint32_t me = ib_thread_tag();
+
+	if (likely(__atomic_load_n(&qp->sq_bias, __ATOMIC_RELAXED) == me)) {
+		__atomic_store_n(&qp->sq_busy, 1, __ATOMIC_RELAXED);
+		__asm__ volatile("" ::: "memory");
+		if (likely(__atomic_load_n(&qp->sq_bias, __ATOMIC_RELAXED) ==
+			   me))
+			return 1;
+		__atomic_store_n(&qp->sq_busy, 0, __ATOMIC_RELEASE);
+	}
+	return ib_sq_enter_slow(qp, me);
+}
+
+static inline void
+ib_sq_exit(struct ib_qp *qp, int biased)
+{
+	if (biased)
+		__atomic_store_n(&qp->sq_busy, 0, __ATOMIC_RELEASE);
+	else
+		ib_unlock(&qp->sq_lock);
 }
 
 static inline struct ib_shard *
