@@ -300,7 +300,7 @@ hot_consider(struct ib_shard *sh, struct ib_qp *qp, uint64_t now)
 		return;
 	qp->hot_prod = prod;
 	if (++qp->hot_streak < ENG_HOT_STREAK || sh->nhot == IB_HOT_MAX ||
-	    !asym_fence || ib_engine_inline || sh->eng == NULL ||
+	    !asym_fence || sh->eng == NULL ||
 	    __atomic_load_n(&sh->eng->sleeping, __ATOMIC_RELAXED))
 		return;
 	qp->hot_work = now;
@@ -325,11 +325,12 @@ hot_drop(struct ib_shard *sh, struct ib_qp *qp)
 }
 
 /*
- * Cool the shard's hot QPs idle since @idle_before (all with UINT64_MAX)
- * and fence once. They stay on the active list: parking is the next
- * pass's business, on the fenced protocol.
+ * Cool the shard's hot QPs idle since @idle_before (all with UINT64_MAX);
+ * how many. The caller fences once (heavy_fence) for all it cooled. They
+ * stay on the active list: parking is the next pass's business, on the
+ * fenced protocol.
  */
-static void
+static uint32_t
 hot_cool(struct ib_shard *sh, uint64_t idle_before)
 {
 	uint32_t i = 0, n = 0;
@@ -344,8 +345,7 @@ hot_cool(struct ib_shard *sh, uint64_t idle_before)
 		hot_drop(sh, qp);	/* moves the last one to i */
 		n++;
 	}
-	if (n != 0)
-		heavy_fence(sh);
+	return n;
 }
 
 /* Off the engine's lists (the QP is being destroyed). */
@@ -785,7 +785,8 @@ shard_pass(struct ib_shard *sh, uint64_t t0)
 		uint64_t idle = rte_get_tsc_hz() / 1000000 * ENG_HOT_IDLE_US;
 
 		sh->hot_next = now + idle;
-		hot_cool(sh, now - idle);
+		if (hot_cool(sh, now - idle) != 0)
+			heavy_fence(sh);
 	}
 	tx_settle(sh, now, polled);
 	sh->now = 0;
@@ -1010,13 +1011,18 @@ engine_sleep(struct ib_engine *e, uint64_t idle_us)
 	struct rte_epoll_event ev[ENG_MAX_DEVS + 2];
 	unsigned int work;
 	int64_t t;
+	uint32_t cooled = 0;
 	int i, n;
 
 	__atomic_store_n(&e->sleeping, 1, __ATOMIC_SEQ_CST);
-	/* No QP stays hot across the sleep: its posts would not wake it. */
+	/* No QP stays hot across the sleep: its posts would not wake it.
+	 * One fence for every shard's.
+	 */
 	for (i = 0; i < (int)e->nsh; i++)
 		if (e->sh[i]->nhot != 0)
-			hot_cool(e->sh[i], UINT64_MAX);
+			cooled += hot_cool(e->sh[i], UINT64_MAX);
+	if (cooled != 0)
+		heavy_fence(e->sh[0]);
 	wake_set(e, 1);
 	work = loop_pass(e);
 	if (work == 0 && !__atomic_load_n(&e->stop, __ATOMIC_ACQUIRE)) {
