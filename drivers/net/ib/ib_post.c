@@ -192,6 +192,7 @@ ib_recv_wqes_write(struct ib_queue *q, uint32_t max_sge,
 		w->length = RTE_MIN(total, (uint64_t)UINT32_MAX);
 		memcpy(w->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
 		prod++;
+		ib_queue_warm(q, prod);
 	}
 	*bad = wr;
 	return prod;
@@ -284,6 +285,7 @@ post_send(struct ib_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad,
 			break;
 		bind_posted(wr);
 		prod++;
+		ib_queue_warm(q, prod);
 	}
 	posted = prod != q->prod;
 	if (posted) {
@@ -382,7 +384,9 @@ ib_post_send_stage(struct ib_qp *qp, uint32_t idx,
 	if (ring_full(q, idx))
 		return ENOMEM;
 	err = build_send_wqe(qp, wr, sq_wqe(qp, idx));
-	if (err == 0)
+	if (err == 0) {
 		bind_posted(wr);
+		ib_queue_warm(q, idx + 1);
+	}
 	return err;
 }

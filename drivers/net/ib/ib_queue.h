@@ -43,6 +43,50 @@ ib_queue_slot(const struct ib_queue *q, uint32_t idx)
 	return q->buf + (size_t)(idx & q->mask) * q->stride;
 }
 
+/*
+ * Ask for @p's line to be owned here, ready for stores (x86 PREFETCHW,
+ * which CPUs older than Broadwell run as a no-op).
+ */
+static inline void
+ib_prefetchw(const void *p)
+{
+#if defined(RTE_ARCH_X86)
+	asm volatile("prefetchw %0" : : "m" (*(const volatile char *)p));
+#else
+	__builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/*
+ * Slots ahead of the producer that it asks for (ib_queue_warm). With an
+ * engine lcore the consumer's CPU read a slot last, so a store into it
+ * waits for the line to come back; a post that starts with its WQE's
+ * lines already here does not (dpib-perf's 64 B WRITE stream on the
+ * loopback device, 20 % of all samples on the first stores into the WQE;
+ * interleaved runs, 0 / 1 / 2 / 4 / 8 / 16 slots ahead: 11.1 / 14.6 /
+ * 15.0 / 15.2 / 14.8 / 14.3 M msg/s).
+ */
+#define IB_QUEUE_AHEAD	4
+
+/*
+ * Producer side, @prod the next slot it fills: ask for the first two lines
+ * of slot @prod + IB_QUEUE_AHEAD if it is known to be free (the consumer
+ * is done with it: never a slot the consumer may still read).
+ */
+static inline void
+ib_queue_warm(const struct ib_queue *q, uint32_t prod)
+{
+	uint32_t idx = prod + IB_QUEUE_AHEAD;
+	const uint8_t *p;
+
+	if (idx - q->cons_cache >= q->size)
+		return;
+	p = (const uint8_t *)ib_queue_slot(q, idx);
+	ib_prefetchw(p);
+	if (q->stride > RTE_CACHE_LINE_SIZE)
+		ib_prefetchw(p + RTE_CACHE_LINE_SIZE);
+}
+
 /* Producer side. */
 static inline uint32_t
 ib_queue_room(struct ib_queue *q)
