@@ -454,17 +454,19 @@ rotate_to(struct ib_shard *sh, struct ib_qp *first)
 /*
  * A few waiting QPs a pass, round their list: their transport and RNR
  * timers. One that can send again goes back to the active list; one with
- * nothing outstanding any more leaves the lists.
+ * nothing outstanding any more leaves the lists. Each at most once a pass:
+ * the list has gone round when the first one put back comes up again (a
+ * lone waiting QP was looked at ENG_SWEEP_QPS times a pass).
  */
 static void
 sweep(struct ib_shard *sh, uint64_t now)
 {
-	struct ib_qp *qp;
+	struct ib_qp *qp, *again = NULL;
 	uint32_t i;
 
 	for (i = 0; i < ENG_SWEEP_QPS; i++) {
 		qp = TAILQ_FIRST(&sh->waiting);
-		if (qp == NULL)
+		if (qp == NULL || qp == again)
 			return;
 		TAILQ_REMOVE(&sh->waiting, qp, next);
 		qp->active = IB_QP_IDLE;
@@ -476,6 +478,8 @@ sweep(struct ib_shard *sh, uint64_t now)
 		} else if (ib_qp_busy(qp)) {
 			qp->active = IB_QP_WAITING;
 			TAILQ_INSERT_TAIL(&sh->waiting, qp, next);
+			if (again == NULL)
+				again = qp;
 		}
 	}
 }
