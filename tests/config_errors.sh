@@ -19,7 +19,8 @@ passed=0
 failed=0
 
 # Nothing from the caller's environment may change what a case means.
-unset DPIB_CAPTURE DPIB_FAULTS DPIB_ENGINE_MODE DPIB_ENGINES DPIB_PLACEMENT
+unset DPIB_CAPTURE DPIB_FAULTS DPIB_ENGINE_MODE DPIB_ENGINES DPIB_PLACEMENT \
+	DPIB_LOOP_PRIORITY DPIB_TAKEOVER_US
 
 pass() { echo "ok - $1"; passed=$((passed + 1)); }
 fail() { echo "FAIL - $1: $2"; sed 's/^/#   /' "$dir/err"; failed=$((failed + 1)); }
@@ -105,6 +106,12 @@ bad_file engines 2 'engines = 9' 'must be 1\.\.8'
 bad_file placement 2 'placement = random' 'must be cq or spread'
 { echo '[engine]'; echo 'loop_priority = high'; device c; } >"$dir/loop_priority.conf"
 bad_file loop_priority 2 'loop_priority = high' 'must be realtime or normal'
+for v in soon 0 1000001; do
+	{ echo '[engine]'; echo "takeover_us = $v"; device c; } \
+		>"$dir/takeover_$v.conf"
+	bad_file "takeover_$v" 2 "takeover_us = $v" \
+		'must be never or 1\.\.1000000 \(µs\)'
+done
 { echo '[eal]'; echo 'memory = 64k'; device e; } >"$dir/memory.conf"
 bad_file memory 2 'memory = 64k' 'must be [0-9]+\.\.[0-9]+ \(MiB\)'
 { echo '[eal]'; echo 'hugepages = maybe'; device e; } >"$dir/hugepages.conf"
@@ -199,6 +206,11 @@ sys.exit(0 if p is None and n.value == 0 and ctypes.get_errno() != 0 else 1)
 		fail "refused: perftest" "exit $rc"
 	fi
 fi
+
+# --- DPIB_TAKEOVER_US, as the key above (dpib-perf -E sets it).
+refused takeover_env \
+	"DPIB_TAKEOVER_US=soon: must be never or 1\\.\\.1000000 \\(µs\\)" \
+	DPIB_CONF= DPIB_TAKEOVER_US=soon
 
 # --- DPIB_CAPTURE that cannot be written, with the default device.
 refused capture \

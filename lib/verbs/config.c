@@ -418,13 +418,26 @@ set_spin_us(struct parser *p, const char *val)
 
 /* "never": inline mode without the loop, every pass on a verbs call. */
 static int
-set_takeover_us(struct parser *p, const char *val)
+parse_takeover(const char *val, uint32_t *out)
 {
+	unsigned long v;
+
 	if (strcmp(val, "never") == 0) {
-		p->cfg->takeover_us = IB_TAKEOVER_NEVER;
+		*out = IB_TAKEOVER_NEVER;
 		return 0;
 	}
-	return set_us(p, val, &p->cfg->takeover_us);
+	if (parse_uint(val, 1, 1000000, &v) != 0)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+set_takeover_us(struct parser *p, const char *val)
+{
+	if (parse_takeover(val, &p->cfg->takeover_us) != 0)
+		return refuse(p, "must be never or 1..1000000 (µs)");
+	return 0;
 }
 
 /* The inline loop's scheduling: realtime (SCHED_FIFO 1) or normal. */
@@ -1029,6 +1042,7 @@ dpib_config_load(struct dpib_config *cfg)
 	const char *engines = getenv("DPIB_ENGINES");
 	const char *place = getenv("DPIB_PLACEMENT");
 	const char *prio = getenv("DPIB_LOOP_PRIORITY");
+	const char *takeover = getenv("DPIB_TAKEOVER_US");
 	int ret;
 
 	memset(cfg, 0, sizeof(*cfg));
@@ -1065,6 +1079,12 @@ dpib_config_load(struct dpib_config *cfg)
 	    parse_loop_priority(prio, &cfg->loop_rt) != 0) {
 		DPIB_LOG(ERR, "DPIB_LOOP_PRIORITY=%s: must be realtime or "
 			"normal", prio);
+		return -EINVAL;
+	}
+	if (takeover != NULL && *takeover != '\0' &&
+	    parse_takeover(takeover, &cfg->takeover_us) != 0) {
+		DPIB_LOG(ERR, "DPIB_TAKEOVER_US=%s: must be never or "
+			"1..1000000 (µs)", takeover);
 		return -EINVAL;
 	}
 	return apply_env(cfg);
