@@ -400,13 +400,21 @@ set_mode(struct parser *p, const char *val)
 
 /* Engine timings in µs: up to a second. */
 static int
-set_us(struct parser *p, const char *val, uint32_t *out)
+parse_us(const char *val, uint32_t *out)
 {
 	unsigned long v;
 
 	if (parse_uint(val, 1, 1000000, &v) != 0)
-		return refuse(p, "must be 1..1000000 (µs)");
+		return -1;
 	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+set_us(struct parser *p, const char *val, uint32_t *out)
+{
+	if (parse_us(val, out) != 0)
+		return refuse(p, "must be 1..1000000 (µs)");
 	return 0;
 }
 
@@ -420,16 +428,11 @@ set_spin_us(struct parser *p, const char *val)
 static int
 parse_takeover(const char *val, uint32_t *out)
 {
-	unsigned long v;
-
 	if (strcmp(val, "never") == 0) {
 		*out = IB_TAKEOVER_NEVER;
 		return 0;
 	}
-	if (parse_uint(val, 1, 1000000, &v) != 0)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
+	return parse_us(val, out);
 }
 
 static int
